@@ -1,0 +1,60 @@
+package tensor
+
+// Backend is the set of tensor operations a transformer forward pass needs.
+// Implementations: the CPU reference (package tensor/cpu), Vulkan and Metal.
+//
+// Conventions:
+//   - activations are F32 tensors; a tensor of shape [..., N] is seen as
+//     Rows() rows of N values;
+//   - dst may alias an input where an op says so (elementwise ops do);
+//   - an op may be recorded and run later; Sync waits for everything
+//     recorded and reports the first error. Reading Data before Sync is
+//     only valid on backends whose Synchronous method returns true;
+//   - shape or dtype disagreements are returned as errors, never panics.
+type Backend interface {
+	// Name identifies the backend ("cpu", "vulkan", "metal").
+	Name() string
+	// Synchronous reports whether ops complete before they return.
+	Synchronous() bool
+	// Alloc returns a zeroed F32 activation tensor owned by the backend.
+	Alloc(shape ...int) *Tensor
+	// Sync waits for recorded work and returns its first error.
+	Sync() error
+
+	// MatMul computes dst[n, w.Out] = x[n, w.In] · wᵀ for dense or
+	// quantized w.
+	MatMul(dst, x *Tensor, w *Matrix) error
+	// Gather writes row ids[i] of w, dequantized to F32, into row i of
+	// dst[len(ids), w.In]. It reads only those rows.
+	Gather(dst *Tensor, w *Matrix, ids []int32) error
+
+	// RMSNorm normalizes each row of x over its last axis:
+	// dst = x / sqrt(mean(x²) + eps) * weight. A nil weight means no scale.
+	// weight may be F32, F16 or BF16 of shape [N].
+	RMSNorm(dst, x, weight *Tensor, eps float32) error
+	// RoPE rotates x[n, heads, headDim] in place with the half-split
+	// ("rotate_half") convention over the first dims of each head, at
+	// absolute positions pos0, pos0+1, ..., pos0+n-1, with inverse
+	// frequencies base^(-2i/dims).
+	RoPE(x *Tensor, pos0 int, dims int, base float32) error
+	// Attention computes softmax(scale·q·kᵀ + mask)·v per head with
+	// grouped-query sharing: q[nq, hq, d], k and v [nk, hkv, d], hq a
+	// multiple of hkv, dst[nq, hq, d]. mask.Rows must equal nq and
+	// mask.KeyLen() must equal nk.
+	Attention(dst, q, k, v *Tensor, mask Mask, scale float32) error
+
+	// GeluTanh applies the tanh approximation of GELU elementwise.
+	GeluTanh(dst, x *Tensor) error
+	// Add computes dst = a + b; b may have one row that is broadcast.
+	Add(dst, a, b *Tensor) error
+	// Mul computes dst = a * b; b may have one row that is broadcast.
+	Mul(dst, a, b *Tensor) error
+	// Scale computes dst = x * s.
+	Scale(dst, x *Tensor, s float32) error
+	// Softcap computes dst = tanh(x / c) * c.
+	Softcap(dst, x *Tensor, c float32) error
+	// Softmax normalizes each row over its last axis.
+	Softmax(dst, x *Tensor) error
+	// Copy copies src into dst (same element count).
+	Copy(dst, src *Tensor) error
+}

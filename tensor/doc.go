@@ -1,0 +1,7 @@
+// Package tensor is the backend-neutral tensor layer: dtypes, host tensors,
+// weight matrices (dense or MLX affine-quantized), the attention mask that
+// only caches build, and the Backend interface every compute backend
+// (the CPU reference, Vulkan, Metal) implements.
+//
+// It may import only the standard library.
+package tensor
