@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// This file is the engine's public contract with its callers (the TUI, the
+// run and bench subcommands): settings, requests and events.
+//
+// Flow: the caller builds an Engine (New or NewLoading), calls Start, then
+// Submit-s requests and reads Events until the channel closes. Submit never
+// blocks. Requests run one at a time in submission order, except Cancel,
+// which acts at once.
+//
+// Event delivery policy: the engine never blocks on a slow reader. Events go
+// into an unbounded in-memory queue that a pump goroutine feeds into the
+// Events channel. Token, Done, Error and every other event are delivered
+// exactly once and in order; only CacheState events may be coalesced (when a
+// newer CacheState is queued behind an undelivered one, the older one is
+// replaced), so a reader that falls behind sees the latest meter, not every
+// step.
+
+// RequestID identifies a submitted request; every event carries the id of the
+// request it belongs to (0 for engine-level events such as model loading).
+type RequestID uint64
+
+// Chat roles used in Message.Role.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string // RoleSystem, RoleUser or RoleAssistant
+	Content string
+}
+
+// Defaults applied by DefaultSettings and, for zero fields, by Normalize.
+const (
+	DefaultPrefillChunk     = 512
+	DefaultRepetitionWindow = 64
+	DefaultSinkTokens       = 4
+)
+
+// Settings are the per-request generation and cache settings. They can change
+// between turns (UpdateSettings, or Generate.Settings); lowering MaxKV makes
+// the next chunk's kvcache Begin trim the cache, which is reported with a Trim
+// event.
+type Settings struct {
+	// MaxKV caps the live keys of global-attention layers; 0 = unlimited.
+	// Older tokens after the attention sink are trimmed to fit.
+	MaxKV int
+	// PrefillChunk is the number of prompt tokens run per forward pass
+	// (0 = DefaultPrefillChunk). It is clamped so one chunk always fits
+	// under MaxKV next to the sink.
+	PrefillChunk int
+	// Temperature divides the logits before sampling; 0 = greedy (argmax).
+	Temperature float64
+	// TopK keeps the K most likely tokens; 0 = off.
+	TopK int
+	// TopP keeps the smallest set of tokens whose probability mass reaches
+	// TopP (nucleus sampling); 0 or 1 = off.
+	TopP float64
+	// MinP drops tokens whose probability is below MinP times the top
+	// token's probability; 0 = off.
+	MinP float64
+	// RepetitionPenalty divides positive logits (multiplies negative ones)
+	// of tokens seen in the last RepetitionWindow tokens; 0 or 1 = off.
+	RepetitionPenalty float64
+	// RepetitionWindow is how many recent tokens (prompt and answer) the
+	// repetition penalty looks at (0 = DefaultRepetitionWindow).
+	RepetitionWindow int
+	// Seed seeds the sampler's random generator for each request, so the
+	// same prompt, settings and seed give the same answer.
+	Seed uint64
+	// MaxTokens ends the answer after this many generated tokens
+	// (Done reason max_tokens); 0 = no limit.
+	MaxTokens int
+	// StopStrings end the answer when the generated text contains one of
+	// them (Done reason stop_string); the stop string itself is not emitted.
+	StopStrings []string
+	// System is a system prompt placed before the conversation when the
+	// conversation does not start with a system message ("" = none).
+	System string
+	// SinkTokens is how many tokens at the front of the cache are never
+	// trimmed (0 = DefaultSinkTokens).
+	SinkTokens int
+	// KeepSystem extends the sink to cover the whole rendered system
+	// prompt, so trimming never drops it.
+	KeepSystem bool
+	// NoLoopDetect turns off the n-gram loop detector (Done reason loop).
+	NoLoopDetect bool
+}
+
+// DefaultSettings returns the settings used when none are given: greedy
+// decoding, no KV cap, 512-token prefill chunks, loop detection on.
+func DefaultSettings() Settings {
+	return Settings{
+		PrefillChunk:     DefaultPrefillChunk,
+		RepetitionWindow: DefaultRepetitionWindow,
+		SinkTokens:       DefaultSinkTokens,
+	}
+}
+
+// Normalize returns s with zero-valued fields that have defaults filled in.
+func (s Settings) Normalize() Settings {
+	if s.PrefillChunk == 0 {
+		s.PrefillChunk = DefaultPrefillChunk
+	}
+	if s.RepetitionWindow == 0 {
+		s.RepetitionWindow = DefaultRepetitionWindow
+	}
+	if s.SinkTokens == 0 {
+		s.SinkTokens = DefaultSinkTokens
+	}
+	return s
+}
+
+// Validate reports the first out-of-range setting as a one-line error naming
+// the setting and what was expected.
+func (s Settings) Validate() error {
+	switch {
+	case s.MaxKV < 0:
+		return fmt.Errorf("max-kv-size %d: want 0 (off) or a positive number of tokens", s.MaxKV)
+	case s.PrefillChunk < 0:
+		return fmt.Errorf("prefill-chunk-size %d: want a positive number of tokens", s.PrefillChunk)
+	case s.Temperature < 0 || s.Temperature != s.Temperature:
+		return fmt.Errorf("temp %v: want a number >= 0", s.Temperature)
+	case s.TopK < 0:
+		return fmt.Errorf("top-k %d: want 0 (off) or a positive count", s.TopK)
+	case s.TopP < 0 || s.TopP > 1 || s.TopP != s.TopP:
+		return fmt.Errorf("top-p %v: want a number in [0, 1]", s.TopP)
+	case s.MinP < 0 || s.MinP > 1 || s.MinP != s.MinP:
+		return fmt.Errorf("min-p %v: want a number in [0, 1]", s.MinP)
+	case s.RepetitionPenalty < 0 || s.RepetitionPenalty != s.RepetitionPenalty:
+		return fmt.Errorf("repetition-penalty %v: want a number >= 0 (1 = off)", s.RepetitionPenalty)
+	case s.RepetitionWindow < 0:
+		return fmt.Errorf("repetition-window %d: want a positive number of tokens", s.RepetitionWindow)
+	case s.MaxTokens < 0:
+		return fmt.Errorf("max-tokens %d: want 0 (no limit) or a positive count", s.MaxTokens)
+	case s.SinkTokens < 0:
+		return fmt.Errorf("sink-tokens %d: want a positive number of tokens", s.SinkTokens)
+	}
+	n := s.Normalize()
+	if n.MaxKV > 0 && n.MaxKV <= n.SinkTokens {
+		return fmt.Errorf("max-kv-size %d: want more than the %d sink tokens", n.MaxKV, n.SinkTokens)
+	}
+	for _, st := range s.StopStrings {
+		if st == "" {
+			return fmt.Errorf("stop string: want a non-empty string")
+		}
+	}
+	return nil
+}
+
+// Request is something the caller submits: Generate, Cancel, UpdateSettings
+// or Reset.
+type Request interface{ isRequest() }
+
+// Generate asks for the assistant's next answer to Conversation (which ends
+// with the user's turn). The engine renders the chat template over the whole
+// conversation and prefills only the tokens that are not already in the
+// cache: when the cached tokens are a prefix of the new prompt and nothing
+// was trimmed since they were cached, only the suffix is run; otherwise the
+// cache is reset and the whole prompt is prefilled (the Stats event reports
+// how many tokens were reused).
+type Generate struct {
+	Conversation []Message
+	// Settings overrides the engine's current settings for this request
+	// only; nil uses the current ones (see UpdateSettings).
+	Settings *Settings
+}
+
+// Cancel stops a request. ID 0 cancels the running request and every queued
+// Generate; otherwise only the request with that id (running or queued).
+// A running generation stops between prefill chunks or within one decode
+// step and ends with Done{Reason: DoneCancelled, Text: the partial answer}.
+// Cancel acts immediately; it is not queued behind the running request.
+type Cancel struct {
+	ID RequestID
+}
+
+// UpdateSettings replaces the engine's current settings for later requests
+// (queued in order with Generate). Invalid settings give an Error event and
+// leave the current ones in place; valid ones give SettingsChanged. A lower
+// MaxKV takes effect at the next cache Begin (a Trim event follows).
+type UpdateSettings struct {
+	Settings Settings
+}
+
+// Reset clears the KV cache and the cached token history (the /clear
+// command). It is queued in order and answered with a Cleared event.
+type Reset struct{}
+
+func (Generate) isRequest()       {}
+func (Cancel) isRequest()         {}
+func (UpdateSettings) isRequest() {}
+func (Reset) isRequest()          {}
+
+// Event is something the engine reports. Use a type switch on the concrete
+// types below; Request() tells which request it belongs to.
+type Event interface {
+	Request() RequestID
+}
+
+// Header is embedded in every event: the request it belongs to (0 for
+// engine-level events) and when it was produced.
+type Header struct {
+	ID RequestID
+	At time.Time
+}
+
+// Request returns the id of the request the event belongs to.
+func (h Header) Request() RequestID { return h.ID }
+
+// ModelLoading reports progress while NewLoading's loader resolves,
+// downloads or maps the model. Total is 0 when unknown.
+type ModelLoading struct {
+	Header
+	Stage string // e.g. "downloading model.safetensors", "loading weights"
+	Done  int64  // bytes (or steps) done
+	Total int64  // bytes (or steps) in all; 0 = unknown
+}
+
+// ModelInfo describes the loaded model for the status line and /stats.
+type ModelInfo struct {
+	Name          string // what the user asked for (name or directory)
+	ModelType     string // config.json model_type
+	Backend       string // "cpu", "vulkan", "metal"
+	VocabSize     int
+	Layers        int
+	ContextLength int   // max_position_embeddings (0 = unknown)
+	SlidingWindow int   // sliding-window size of local layers (0 = none)
+	WeightBytes   int64 // bytes of weights read per decoded token
+}
+
+// Ready says the model is loaded and requests will run. It is the first
+// event after Start (after any ModelLoading events).
+type Ready struct {
+	Header
+	Info ModelInfo
+}
+
+// PrefillProgress is sent after every prefill chunk.
+type PrefillProgress struct {
+	Header
+	Chunk     int     // chunks done so far (1-based after the first chunk)
+	Chunks    int     // chunks in all for this prompt
+	Tokens    int     // prompt tokens prefilled so far in this request
+	Total     int     // prompt tokens to prefill in this request (excludes reused ones)
+	Reused    int     // prompt tokens reused from the cache (not prefilled)
+	TokPerSec float64 // prefill speed so far
+}
+
+// Token carries newly decoded text. Text is never empty: bytes that do not
+// yet form complete UTF-8, and text that may be the start of a stop string,
+// are held back until they are decided.
+type Token struct {
+	Header
+	Text   string
+	Tokens int // tokens generated so far in this answer
+}
+
+// Trim reports that the cache dropped tokens to stay under MaxKV.
+type Trim struct {
+	Header
+	Dropped    int    // tokens dropped from the live window
+	LiveBefore int    // live keys before the trim
+	LiveAfter  int    // live keys after the trim
+	Kind       string // which cache kind trimmed (e.g. "global")
+	Phase      string // "prefill" or "decode"
+}
+
+// CacheState is the live-window meter, sent after every prefill chunk and
+// decode step (it may be coalesced, see the delivery policy above).
+type CacheState struct {
+	Header
+	Live    int // live keys of the global layers
+	Max     int // MaxKV (0 = unlimited)
+	Seen    int // tokens ever appended (the next RoPE position)
+	Trimmed int // tokens trimmed so far in this cache's life
+	Window  int // sliding window of local layers (0 = none)
+}
+
+// Stats summarizes one request; sent just before its Done.
+type Stats struct {
+	Header
+	PromptTokens     int // tokens of the rendered prompt
+	ReusedTokens     int // of those, tokens reused from the cache
+	PrefillTokens    int // of those, tokens actually prefilled
+	PromptTokPerSec  float64
+	DecodeTokens     int
+	DecodeTokPerSec  float64
+	TimeToFirstToken time.Duration // from the start of the request
+	PrefillTime      time.Duration
+	DecodeTime       time.Duration
+	MemoryBytes      int64 // Go heap in use plus mapped weights, approximately
+	KVBytes          int64 // bytes held by the KV cache
+}
+
+// DoneReason says why an answer ended.
+type DoneReason string
+
+// The reasons a Generate request ends.
+const (
+	DoneStop       DoneReason = "stop"        // a stop token (end of turn) was sampled
+	DoneMaxTokens  DoneReason = "max_tokens"  // Settings.MaxTokens reached
+	DoneCancelled  DoneReason = "cancelled"   // Cancel (or Close) stopped it
+	DoneStopString DoneReason = "stop_string" // a Settings.StopStrings entry appeared
+	DoneLoop       DoneReason = "loop"        // the n-gram loop detector fired
+)
+
+// Done ends a Generate request. Text is the whole answer as emitted in Token
+// events (partial when cancelled). A Generate ends with exactly one Done or
+// one Error.
+type Done struct {
+	Header
+	Reason DoneReason
+	Text   string
+	// Tokens is the number of answer tokens generated.
+	Tokens int
+}
+
+// Error ends a request that failed (a panic inside the model included).
+// The engine stays usable. CacheReset says the KV cache was cleared because
+// it may have been left inconsistent, so the next turn prefills from scratch.
+// Text holds any partial answer emitted before the failure.
+type Error struct {
+	Header
+	Err        error
+	CacheReset bool
+	Text       string
+}
+
+// SettingsChanged confirms an UpdateSettings request.
+type SettingsChanged struct {
+	Header
+	Settings Settings
+}
+
+// Cleared confirms a Reset request: the cache is empty.
+type Cleared struct {
+	Header
+}
