@@ -1,0 +1,89 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+
+	"mlxchat/tensor"
+)
+
+// Backend runs tensor ops on the host CPU. Ops complete before they
+// return. One Backend may be used from several goroutines; its helper
+// goroutines are shared by them. Call Close when done with it.
+type Backend struct {
+	threads int
+	pool    *pool
+	simd    bool // use the AVX2/FMA kernels
+}
+
+var _ tensor.Backend = (*Backend)(nil)
+
+// New returns a CPU backend that uses up to threads cores; threads <= 0
+// means runtime.NumCPU().
+func New(threads int) *Backend {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	return &Backend{threads: threads, pool: newPool(threads), simd: hasAVX2FMA}
+}
+
+// Threads is the number of cores the backend spreads work over.
+func (b *Backend) Threads() int { return b.threads }
+
+// Close stops the backend's helper goroutines. Ops called afterwards still
+// work, on the calling goroutine only. Close must not race with running ops.
+func (b *Backend) Close() { b.pool.close() }
+
+// Name returns "cpu".
+func (b *Backend) Name() string { return "cpu" }
+
+// Synchronous returns true: every op has finished when it returns.
+func (b *Backend) Synchronous() bool { return true }
+
+// Alloc returns a zeroed F32 tensor on the Go heap.
+func (b *Backend) Alloc(shape ...int) *tensor.Tensor { return tensor.New(tensor.F32, shape...) }
+
+// Sync returns nil: there is never recorded work.
+func (b *Backend) Sync() error { return nil }
+
+// checkF32 reports an error unless t is an F32 tensor whose data matches
+// its shape.
+func checkF32(op, what string, t *tensor.Tensor) error {
+	if t == nil {
+		return fmt.Errorf("cpu %s: %s is nil", op, what)
+	}
+	if t.DType != tensor.F32 {
+		return fmt.Errorf("cpu %s: %s is %s, want F32", op, what, t)
+	}
+	if len(t.Data) != t.Len()*4 {
+		return fmt.Errorf("cpu %s: %s has %d bytes for %s", op, what, len(t.Data), t)
+	}
+	return nil
+}
+
+func lastDim(t *tensor.Tensor) int {
+	if len(t.Shape) == 0 {
+		return 1
+	}
+	return t.Shape[len(t.Shape)-1]
+}
+
+// checkSame checks dst and x are F32 with the same element count and
+// returns the row length of x.
+func checkSame(op string, dst, x *tensor.Tensor) (int, error) {
+	if err := checkF32(op, "x", x); err != nil {
+		return 0, err
+	}
+	if err := checkF32(op, "dst", dst); err != nil {
+		return 0, err
+	}
+	if dst.Len() != x.Len() {
+		return 0, fmt.Errorf("cpu %s: dst %s and x %s differ in size", op, dst, x)
+	}
+	return lastDim(x), nil
+}
+
+// elementwise runs fn over index ranges of n elements in parallel.
+func (b *Backend) elementwise(n int, fn func(lo, hi int)) {
+	b.pool.split(n, 1<<15, fn)
+}

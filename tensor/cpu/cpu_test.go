@@ -1,0 +1,483 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"mlxchat/tensor"
+)
+
+func randF32(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * scale)
+	}
+	return v
+}
+
+func mustT(t testing.TB, vals []float32, shape ...int) *tensor.Tensor {
+	t.Helper()
+	x, err := tensor.FromF32(vals, shape...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// compare fails unless |got-want| <= atol + rtol·|want| everywhere.
+func compare(t testing.TB, what string, got []float32, want []float64, atol, rtol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		g := float64(got[i])
+		if math.IsNaN(g) || math.Abs(g-want[i]) > atol+rtol*math.Abs(want[i]) {
+			t.Fatalf("%s: elem %d = %g, want %g", what, i, g, want[i])
+		}
+	}
+}
+
+// refMatMul is y[r][o] = Σ_i x[r][i]·w[o][i] in float64.
+func refMatMul(x []float32, w []float32, n, in, out int) []float64 {
+	y := make([]float64, n*out)
+	for r := 0; r < n; r++ {
+		for o := 0; o < out; o++ {
+			var s float64
+			for i := 0; i < in; i++ {
+				s += float64(x[r*in+i]) * float64(w[o*in+i])
+			}
+			y[r*out+o] = s
+		}
+	}
+	return y
+}
+
+func backends(t *testing.T) []*Backend {
+	bs := []*Backend{New(1), New(3)}
+	t.Cleanup(func() {
+		for _, b := range bs {
+			b.Close()
+		}
+	})
+	return bs
+}
+
+func TestMatMulDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, b := range backends(t) {
+		for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+			for _, sz := range []struct{ n, in, out int }{{1, 45, 37}, {3, 64, 8}, {17, 33, 70}} {
+				wv := randF32(rng, sz.out*sz.in, 0.2)
+				wt := tensor.New(dt, sz.out, sz.in)
+				if err := tensor.EncodeF32(wt.Data, dt, wv); err != nil {
+					t.Fatal(err)
+				}
+				m := &tensor.Matrix{Out: sz.out, In: sz.in, W: wt}
+				wd, err := tensor.Dequantize(m) // the stored (rounded) weights
+				if err != nil {
+					t.Fatal(err)
+				}
+				xv := randF32(rng, sz.n*sz.in, 1)
+				dst := b.Alloc(sz.n, sz.out)
+				if err := b.MatMul(dst, mustT(t, xv, sz.n, sz.in), m); err != nil {
+					t.Fatal(err)
+				}
+				compare(t, "matmul "+dt.String(), dst.F32(), refMatMul(xv, wd, sz.n, sz.in, sz.out), 1e-4, 1e-4)
+			}
+		}
+	}
+}
+
+func TestMatMulQuantized(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, b := range backends(t) {
+		for _, bits := range []int{2, 4, 8} {
+			for _, gs := range []int{32, 64, 128} {
+				for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
+					for _, sz := range []struct{ n, in, out int }{{1, 384, 13}, {5, 128, 9}, {9, 256, 3}} {
+						if sz.in%gs != 0 {
+							continue
+						}
+						m, err := tensor.QuantizeAffine(randF32(rng, sz.out*sz.in, 0.05), sz.out, sz.in, bits, gs, sd)
+						if err != nil {
+							t.Fatal(err)
+						}
+						wd, err := tensor.Dequantize(m)
+						if err != nil {
+							t.Fatal(err)
+						}
+						xv := randF32(rng, sz.n*sz.in, 1)
+						dst := b.Alloc(sz.n, sz.out)
+						if err := b.MatMul(dst, mustT(t, xv, sz.n, sz.in), m); err != nil {
+							t.Fatal(err)
+						}
+						compare(t, "qmatmul", dst.F32(), refMatMul(xv, wd, sz.n, sz.in, sz.out), 1e-4, 1e-4)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestGather(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	b := New(2)
+	defer b.Close()
+	q, err := tensor.QuantizeAffine(randF32(rng, 10*64, 1), 10, 64, 4, 32, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q8, err := tensor.QuantizeAffine(randF32(rng, 10*128, 1), 10, 128, 8, 128, tensor.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw := tensor.New(tensor.BF16, 10, 6)
+	if err := tensor.EncodeF32(dw.Data, tensor.BF16, randF32(rng, 60, 1)); err != nil {
+		t.Fatal(err)
+	}
+	dense := &tensor.Matrix{Out: 10, In: 6, W: dw}
+	ids := []int32{9, 0, 3, 3, 7}
+	for _, m := range []*tensor.Matrix{q, q8, dense} {
+		all, err := tensor.Dequantize(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := b.Alloc(len(ids), m.In)
+		if err := b.Gather(dst, m, ids); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, 0, len(ids)*m.In)
+		for _, id := range ids {
+			for _, v := range all[int(id)*m.In : int(id+1)*m.In] {
+				want = append(want, float64(v))
+			}
+		}
+		compare(t, "gather", dst.F32(), want, 0, 0)
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	b := New(2)
+	defer b.Close()
+	const rows, n, eps = 5, 67, 1e-6
+	xv := randF32(rng, rows*n, 2)
+	wv := randF32(rng, n, 1)
+	for _, dt := range []tensor.DType{tensor.Invalid, tensor.F32, tensor.F16, tensor.BF16} {
+		var wt *tensor.Tensor
+		wd := make([]float32, n)
+		for i := range wd {
+			wd[i] = 1
+		}
+		if dt != tensor.Invalid {
+			wt = tensor.New(dt, n)
+			if err := tensor.EncodeF32(wt.Data, dt, wv); err != nil {
+				t.Fatal(err)
+			}
+			wd, _ = wt.ToF32()
+		}
+		want := make([]float64, rows*n)
+		for r := 0; r < rows; r++ {
+			var ss float64
+			for _, v := range xv[r*n : (r+1)*n] {
+				ss += float64(v) * float64(v)
+			}
+			inv := 1 / math.Sqrt(ss/n+eps)
+			for i := 0; i < n; i++ {
+				want[r*n+i] = float64(xv[r*n+i]) * inv * float64(wd[i])
+			}
+		}
+		dst := b.Alloc(rows, n)
+		if err := b.RMSNorm(dst, mustT(t, xv, rows, n), wt, eps); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "rmsnorm "+dt.String(), dst.F32(), want, 1e-5, 1e-5)
+	}
+}
+
+func TestRoPE(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	b := New(2)
+	defer b.Close()
+	for _, tc := range []struct {
+		n, heads, hd, dims, pos0 int
+		base                     float64
+	}{
+		{3, 2, 8, 8, 0, 10000},
+		{4, 3, 16, 8, 1000, 10000}, // partial rotation
+		{2, 1, 32, 32, 5000, 1e6},  // large base and position
+	} {
+		xv := randF32(rng, tc.n*tc.heads*tc.hd, 1)
+		want := make([]float64, len(xv))
+		half := tc.dims / 2
+		for tk := 0; tk < tc.n; tk++ {
+			for h := 0; h < tc.heads; h++ {
+				base := (tk*tc.heads + h) * tc.hd
+				for i := 0; i < tc.hd; i++ {
+					want[base+i] = float64(xv[base+i])
+				}
+				for i := 0; i < half; i++ {
+					theta := float64(tc.pos0+tk) * math.Pow(tc.base, -2*float64(i)/float64(tc.dims))
+					x1, x2 := float64(xv[base+i]), float64(xv[base+i+half])
+					want[base+i] = x1*math.Cos(theta) - x2*math.Sin(theta)
+					want[base+i+half] = x2*math.Cos(theta) + x1*math.Sin(theta)
+				}
+			}
+		}
+		x := mustT(t, xv, tc.n, tc.heads, tc.hd)
+		if err := b.RoPE(x, tc.pos0, tc.dims, float32(tc.base)); err != nil {
+			t.Fatal(err)
+		}
+		// float32 angles at position ~5000 carry ~1e-3 relative phase error.
+		compare(t, "rope", x.F32(), want, 2e-3, 0)
+	}
+}
+
+// refAttention is a float64 brute force over the dense mask.
+func refAttention(q, k, v []float32, nq, hq, nk, hkv, d int, m tensor.Mask, scale float64) []float64 {
+	allowed := m.Dense()
+	out := make([]float64, nq*hq*d)
+	for r := 0; r < nq; r++ {
+		for h := 0; h < hq; h++ {
+			kh := h / (hq / hkv)
+			s := make([]float64, nk)
+			mx := math.Inf(-1)
+			for j := 0; j < nk; j++ {
+				s[j] = math.Inf(-1)
+				if !allowed[r*nk+j] {
+					continue
+				}
+				var dot float64
+				for i := 0; i < d; i++ {
+					dot += float64(q[(r*hq+h)*d+i]) * float64(k[(j*hkv+kh)*d+i])
+				}
+				s[j] = dot * scale
+				mx = math.Max(mx, s[j])
+			}
+			var sum float64
+			for j := range s {
+				s[j] = math.Exp(s[j] - mx)
+				sum += s[j]
+			}
+			for j := range s {
+				for i := 0; i < d; i++ {
+					out[(r*hq+h)*d+i] += s[j] / sum * float64(v[(j*hkv+kh)*d+i])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	tests := []struct {
+		name       string
+		qStart, nq int
+		keys       []tensor.Span
+		window     int
+		hq, hkv, d int
+	}{
+		{"causal prefill", 0, 5, []tensor.Span{{Start: 0, Len: 5}}, 0, 4, 2, 8},
+		{"decode mha", 9, 1, []tensor.Span{{Start: 0, Len: 10}}, 0, 3, 3, 16},
+		{"decode gqa trimmed", 40, 1, []tensor.Span{{Start: 0, Len: 4}, {Start: 30, Len: 11}}, 0, 8, 2, 32},
+		{"chunk after trim", 40, 6, []tensor.Span{{Start: 0, Len: 4}, {Start: 20, Len: 26}}, 0, 4, 1, 8},
+		{"sliding window chunk", 28, 4, []tensor.Span{{Start: 0, Len: 4}, {Start: 21, Len: 11}}, 8, 2, 1, 8},
+		{"sliding window decode", 100, 1, []tensor.Span{{Start: 93, Len: 8}}, 8, 4, 2, 16},
+		{"window wider than keys", 3, 2, []tensor.Span{{Start: 0, Len: 5}}, 512, 2, 2, 4},
+	}
+	for _, bk := range backends(t) {
+		for _, tc := range tests {
+			m, err := tensor.NewMask(tc.qStart, tc.nq, tc.keys, tc.window)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			nk := m.KeyLen()
+			qv := randF32(rng, tc.nq*tc.hq*tc.d, 1)
+			kv := randF32(rng, nk*tc.hkv*tc.d, 1)
+			vv := randF32(rng, nk*tc.hkv*tc.d, 1)
+			dst := bk.Alloc(tc.nq, tc.hq, tc.d)
+			scale := 1 / math.Sqrt(float64(tc.d))
+			err = bk.Attention(dst, mustT(t, qv, tc.nq, tc.hq, tc.d), mustT(t, kv, nk, tc.hkv, tc.d),
+				mustT(t, vv, nk, tc.hkv, tc.d), m, float32(scale))
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			compare(t, tc.name, dst.F32(), refAttention(qv, kv, vv, tc.nq, tc.hq, nk, tc.hkv, tc.d, m, scale), 1e-5, 1e-4)
+		}
+	}
+}
+
+func TestElementwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	b := New(2)
+	defer b.Close()
+	const rows, n = 4, 9
+	av := randF32(rng, rows*n, 3)
+	bv := randF32(rng, rows*n, 3)
+	rowv := randF32(rng, n, 3)
+	ref := func(f func(i int) float64) []float64 {
+		out := make([]float64, rows*n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		run  func(dst *tensor.Tensor) error
+		want []float64
+	}{
+		{"add", func(d *tensor.Tensor) error { return b.Add(d, mustT(t, av, rows, n), mustT(t, bv, rows, n)) },
+			ref(func(i int) float64 { return float64(av[i]) + float64(bv[i]) })},
+		{"add broadcast", func(d *tensor.Tensor) error { return b.Add(d, mustT(t, av, rows, n), mustT(t, rowv, n)) },
+			ref(func(i int) float64 { return float64(av[i]) + float64(rowv[i%n]) })},
+		{"mul", func(d *tensor.Tensor) error { return b.Mul(d, mustT(t, av, rows, n), mustT(t, bv, rows, n)) },
+			ref(func(i int) float64 { return float64(av[i]) * float64(bv[i]) })},
+		{"mul broadcast", func(d *tensor.Tensor) error { return b.Mul(d, mustT(t, av, rows, n), mustT(t, rowv, 1, n)) },
+			ref(func(i int) float64 { return float64(av[i]) * float64(rowv[i%n]) })},
+		{"scale", func(d *tensor.Tensor) error { return b.Scale(d, mustT(t, av, rows, n), 0.25) },
+			ref(func(i int) float64 { return float64(av[i]) * 0.25 })},
+		{"softcap", func(d *tensor.Tensor) error { return b.Softcap(d, mustT(t, av, rows, n), 2.5) },
+			ref(func(i int) float64 { return math.Tanh(float64(av[i])/2.5) * 2.5 })},
+		{"gelu", func(d *tensor.Tensor) error { return b.GeluTanh(d, mustT(t, av, rows, n)) },
+			ref(func(i int) float64 {
+				x := float64(av[i])
+				return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+			})},
+		{"softmax", func(d *tensor.Tensor) error { return b.Softmax(d, mustT(t, av, rows, n)) },
+			ref(func(i int) float64 {
+				r := i / n
+				var s float64
+				for _, v := range av[r*n : (r+1)*n] {
+					s += math.Exp(float64(v))
+				}
+				return math.Exp(float64(av[i])) / s
+			})},
+		{"copy", func(d *tensor.Tensor) error { return b.Copy(d, mustT(t, av, rows*n)) },
+			ref(func(i int) float64 { return float64(av[i]) })},
+	}
+	for _, tc := range tests {
+		dst := b.Alloc(rows, n)
+		if err := tc.run(dst); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		compare(t, tc.name, dst.F32(), tc.want, 1e-6, 1e-5)
+	}
+	// In place: dst aliases a.
+	a := mustT(t, av, rows, n)
+	if err := b.Add(a, a, mustT(t, rowv, n)); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "add in place", a.F32(), ref(func(i int) float64 { return float64(av[i]) + float64(rowv[i%n]) }), 1e-6, 1e-6)
+	// Copy converts between float dtypes.
+	h := tensor.New(tensor.BF16, rows, n)
+	if err := b.Copy(h, mustT(t, av, rows, n)); err != nil {
+		t.Fatal(err)
+	}
+	back := b.Alloc(rows, n)
+	if err := b.Copy(back, h); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "copy via bf16", back.F32(), ref(func(i int) float64 { return float64(av[i]) }), 0, 1.0/128)
+}
+
+func TestErrors(t *testing.T) {
+	b := New(2)
+	defer b.Close()
+	f := func(shape ...int) *tensor.Tensor { return tensor.New(tensor.F32, shape...) }
+	q4, err := tensor.QuantizeAffine(make([]float32, 4*64), 4, 64, 4, 64, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	causal3, _ := tensor.NewMask(0, 3, []tensor.Span{{Start: 0, Len: 3}}, 0)
+	causal2, _ := tensor.NewMask(0, 2, []tensor.Span{{Start: 0, Len: 2}}, 0)
+	// Rows 0 and 2 see a key, so the mask validates, but row 1 sees none.
+	gap, err := tensor.NewMask(10, 3, []tensor.Span{{Start: 10, Len: 1}, {Start: 12, Len: 1}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"matmul in", func() error { return b.MatMul(f(2, 4), f(2, 63), q4) }, "wants 64"},
+		{"matmul out", func() error { return b.MatMul(f(2, 5), f(2, 64), q4) }, "want 2 rows of 4"},
+		{"matmul rows", func() error { return b.MatMul(f(3, 4), f(2, 64), q4) }, "want 2 rows"},
+		{"matmul nil", func() error { return b.MatMul(f(2, 4), f(2, 64), nil) }, "nil matrix"},
+		{"matmul bad matrix", func() error {
+			return b.MatMul(f(1, 4), f(1, 64), &tensor.Matrix{Out: 4, In: 64, W: tensor.New(tensor.U32, 4, 7), Scales: q4.Scales, Biases: q4.Biases, Bits: 4, GroupSize: 64})
+		}, "weight"},
+		{"matmul x dtype", func() error { return b.MatMul(f(1, 4), tensor.New(tensor.BF16, 1, 64), q4) }, "want F32"},
+		{"gather id", func() error { return b.Gather(f(1, 64), q4, []int32{4}) }, "out of range"},
+		{"gather negative", func() error { return b.Gather(f(1, 64), q4, []int32{-1}) }, "out of range"},
+		{"gather dst", func() error { return b.Gather(f(2, 64), q4, []int32{1}) }, "want [1, 64]"},
+		{"keylen", func() error { return b.Attention(f(3, 2, 4), f(3, 2, 4), f(4, 1, 4), f(4, 1, 4), causal3, 1) }, "mask covers 3 keys, k has 4"},
+		{"mask rows", func() error { return b.Attention(f(3, 2, 4), f(3, 2, 4), f(2, 1, 4), f(2, 1, 4), causal2, 1) }, "mask has 2 rows"},
+		{"gqa", func() error { return b.Attention(f(3, 3, 4), f(3, 3, 4), f(3, 2, 4), f(3, 2, 4), causal3, 1) }, "multiple"},
+		{"kv mismatch", func() error { return b.Attention(f(3, 2, 4), f(3, 2, 4), f(3, 1, 4), f(3, 1, 8), causal3, 1) }, "disagree"},
+		{"attention dst", func() error { return b.Attention(f(3, 2, 8), f(3, 2, 4), f(3, 1, 4), f(3, 1, 4), causal3, 1) }, "dst"},
+		{"attention 2d", func() error { return b.Attention(f(3, 8), f(3, 8), f(3, 8), f(3, 8), causal3, 1) }, "3 axes"},
+		{"blind row", func() error { return b.Attention(f(3, 1, 4), f(3, 1, 4), f(2, 1, 4), f(2, 1, 4), gap, 1) }, "row 1 (position 11) sees no key"},
+		{"rope dims", func() error { return b.RoPE(f(2, 1, 8), 0, 7, 10000) }, "even"},
+		{"rope wide", func() error { return b.RoPE(f(2, 1, 8), 0, 10, 10000) }, "even"},
+		{"rope shape", func() error { return b.RoPE(f(2, 8), 0, 8, 10000) }, "want [n, heads, headDim]"},
+		{"rmsnorm weight", func() error { return b.RMSNorm(f(2, 8), f(2, 8), f(7), 1e-6) }, "weight"},
+		{"rmsnorm dst", func() error { return b.RMSNorm(f(2, 7), f(2, 8), nil, 1e-6) }, "differ in size"},
+		{"add b", func() error { return b.Add(f(2, 8), f(2, 8), f(2, 4)) }, "neither"},
+		{"mul b rows", func() error { return b.Mul(f(2, 8), f(2, 8), f(3, 8)) }, "neither"},
+		{"softmax size", func() error { return b.Softmax(f(2, 8), f(2, 9)) }, "differ in size"},
+		{"softcap zero", func() error { return b.Softcap(f(2, 8), f(2, 8), 0) }, "non-zero"},
+		{"copy size", func() error { return b.Copy(f(2, 8), f(2, 9)) }, "differ in size"},
+		{"copy dtypes", func() error { return b.Copy(tensor.New(tensor.I32, 2), tensor.New(tensor.U32, 2)) }, "convert"},
+		{"nil x", func() error { return b.Scale(f(2), nil, 1) }, "nil"},
+		{"short data", func() error {
+			return b.GeluTanh(f(2), &tensor.Tensor{DType: tensor.F32, Shape: []int{2}, Data: make([]byte, 4)})
+		}, "bytes"},
+	}
+	for _, tc := range tests {
+		err := tc.call()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestPoolRunsEveryTaskOnce(t *testing.T) {
+	p := newPool(4)
+	defer p.close()
+	for _, n := range []int{1, 2, 7, 100} {
+		hits := make([]int32, n)
+		p.run(n, func(i int) { hits[i]++ })
+		for i, h := range hits {
+			if h != 1 {
+				t.Fatalf("n=%d: task %d ran %d times", n, i, h)
+			}
+		}
+		covered := make([]int32, n)
+		p.split(n, 3, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				covered[i]++
+			}
+		})
+		for i, h := range covered {
+			if h != 1 {
+				t.Fatalf("split n=%d: index %d covered %d times", n, i, h)
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r != "boom" {
+			t.Fatalf("recovered %v, want the helper's panic", r)
+		}
+	}()
+	p.run(8, func(i int) {
+		if i == 5 {
+			panic("boom")
+		}
+	})
+}

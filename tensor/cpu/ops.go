@@ -1,0 +1,308 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"mlxchat/tensor"
+)
+
+// GeluTanh computes dst = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
+	if _, err := checkSame("gelu", dst, x); err != nil {
+		return err
+	}
+	d, s := dst.F32(), x.F32()
+	b.elementwise(len(s), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = geluTanh(s[i])
+		}
+	})
+	return nil
+}
+
+func geluTanh(x float32) float32 {
+	const c = 0.7978845608028654 // √(2/π)
+	v := float64(x)
+	return float32(0.5 * v * (1 + math.Tanh(c*(v+0.044715*v*v*v))))
+}
+
+// binary checks a, b and dst for Add and Mul: dst and a have the same
+// size; b has either a's size or one row of a's row length.
+func binaryCheck(op string, dst, a, bt *tensor.Tensor) (broadcast bool, err error) {
+	n, err := checkSame(op, dst, a)
+	if err != nil {
+		return false, err
+	}
+	if err := checkF32(op, "b", bt); err != nil {
+		return false, err
+	}
+	switch {
+	case bt.Len() == a.Len():
+		return false, nil
+	case bt.Len() == n && bt.Rows() == 1:
+		return true, nil
+	}
+	return false, fmt.Errorf("cpu %s: b %s neither matches a %s nor is one row of %d", op, bt, a, n)
+}
+
+func (b *Backend) binary(op string, dst, a, bt *tensor.Tensor, f func(x, y float32) float32) error {
+	bc, err := binaryCheck(op, dst, a, bt)
+	if err != nil {
+		return err
+	}
+	d, x, y := dst.F32(), a.F32(), bt.F32()
+	n := len(y)
+	b.elementwise(len(x), func(lo, hi int) {
+		if !bc {
+			for i := lo; i < hi; i++ {
+				d[i] = f(x[i], y[i])
+			}
+			return
+		}
+		for i := lo; i < hi; i++ {
+			d[i] = f(x[i], y[i%n])
+		}
+	})
+	return nil
+}
+
+// Add computes dst = a + b; b may be one row broadcast over a's rows.
+func (b *Backend) Add(dst, a, bt *tensor.Tensor) error {
+	return b.binary("add", dst, a, bt, func(x, y float32) float32 { return x + y })
+}
+
+// Mul computes dst = a * b; b may be one row broadcast over a's rows.
+func (b *Backend) Mul(dst, a, bt *tensor.Tensor) error {
+	return b.binary("mul", dst, a, bt, func(x, y float32) float32 { return x * y })
+}
+
+// Scale computes dst = x * s.
+func (b *Backend) Scale(dst, x *tensor.Tensor, s float32) error {
+	if _, err := checkSame("scale", dst, x); err != nil {
+		return err
+	}
+	d, v := dst.F32(), x.F32()
+	b.elementwise(len(v), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = v[i] * s
+		}
+	})
+	return nil
+}
+
+// Softcap computes dst = tanh(x/c)·c.
+func (b *Backend) Softcap(dst, x *tensor.Tensor, c float32) error {
+	if _, err := checkSame("softcap", dst, x); err != nil {
+		return err
+	}
+	if c == 0 {
+		return fmt.Errorf("cpu softcap: cap must be non-zero")
+	}
+	d, v := dst.F32(), x.F32()
+	cc := float64(c)
+	b.elementwise(len(v), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d[i] = float32(math.Tanh(float64(v[i])/cc) * cc)
+		}
+	})
+	return nil
+}
+
+// Softmax normalizes each row of x over its last axis.
+func (b *Backend) Softmax(dst, x *tensor.Tensor) error {
+	n, err := checkSame("softmax", dst, x)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	d, v := dst.F32(), x.F32()
+	rows := len(v) / n
+	b.pool.split(rows, max(1, (1<<14)/n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			softmaxRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n])
+		}
+	})
+	return nil
+}
+
+func softmaxRow(dst, x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		dst[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range dst {
+		dst[i] *= inv
+	}
+}
+
+// Copy copies src into dst. Both need the same element count; F32, F16
+// and BF16 convert to one another, other dtypes must match exactly.
+func (b *Backend) Copy(dst, src *tensor.Tensor) error {
+	if dst == nil || src == nil {
+		return fmt.Errorf("cpu copy: nil tensor")
+	}
+	if dst.Len() != src.Len() {
+		return fmt.Errorf("cpu copy: dst %s and src %s differ in size", dst, src)
+	}
+	if len(dst.Data) != dst.Len()*dst.DType.Size() || len(src.Data) != src.Len()*src.DType.Size() {
+		return fmt.Errorf("cpu copy: data length disagrees with shape (dst %s, src %s)", dst, src)
+	}
+	if dst.DType == src.DType {
+		copy(dst.Data, src.Data)
+		return nil
+	}
+	if dst.DType == tensor.F32 {
+		if err := tensor.DecodeF32(dst.F32(), src.DType, src.Data); err != nil {
+			return fmt.Errorf("cpu copy: %w", err)
+		}
+		return nil
+	}
+	if src.DType == tensor.F32 {
+		if err := tensor.EncodeF32(dst.Data, dst.DType, src.F32()); err != nil {
+			return fmt.Errorf("cpu copy: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("cpu copy: cannot convert %s to %s", src, dst)
+}
+
+// RMSNorm computes dst = x / sqrt(mean(x²)+eps) · weight per row.
+func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
+	n, err := checkSame("rmsnorm", dst, x)
+	if err != nil {
+		return err
+	}
+	var w []float32
+	if weight != nil {
+		if weight.Len() != n || len(weight.Shape) != 1 {
+			return fmt.Errorf("cpu rmsnorm: weight %s, want shape [%d]", weight, n)
+		}
+		w = make([]float32, n)
+		if err := tensor.DecodeF32(w, weight.DType, weight.Data); err != nil {
+			return fmt.Errorf("cpu rmsnorm: weight: %w", err)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	d, v := dst.F32(), x.F32()
+	rows := len(v) / n
+	b.pool.split(rows, max(1, (1<<14)/n), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			rmsRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n], w, eps)
+		}
+	})
+	return nil
+}
+
+func rmsRow(dst, x, w []float32, eps float32) {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * x[i]
+		s1 += x[i+1] * x[i+1]
+		s2 += x[i+2] * x[i+2]
+		s3 += x[i+3] * x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * x[i]
+	}
+	ms := (s0 + s1 + s2 + s3) / float32(len(x))
+	inv := float32(1 / math.Sqrt(float64(ms+eps)))
+	if w == nil {
+		for i, v := range x {
+			dst[i] = v * inv
+		}
+		return
+	}
+	for i, v := range x {
+		dst[i] = v * inv * w[i]
+	}
+}
+
+// RoPE rotates x[n, heads, headDim] in place (half-split convention) over
+// the first dims of each head at positions pos0..pos0+n-1.
+func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+	if err := checkF32("rope", "x", x); err != nil {
+		return err
+	}
+	if len(x.Shape) != 3 {
+		return fmt.Errorf("cpu rope: x %s, want [n, heads, headDim]", x)
+	}
+	n, heads, hd := x.Shape[0], x.Shape[1], x.Shape[2]
+	if dims <= 0 || dims%2 != 0 || dims > hd {
+		return fmt.Errorf("cpu rope: dims %d must be even and in (0, %d]", dims, hd)
+	}
+	if pos0 < 0 {
+		return fmt.Errorf("cpu rope: negative position %d", pos0)
+	}
+	if !(base > 0) {
+		return fmt.Errorf("cpu rope: base %g must be positive", base)
+	}
+	half := dims / 2
+	invFreq := make([]float32, half)
+	lb := math.Log2(float64(base))
+	for i := range invFreq {
+		invFreq[i] = float32(math.Exp2(-float64(2*i) / float64(dims) * lb))
+	}
+	v := x.F32()
+	b.pool.split(n, 1, func(lo, hi int) {
+		cs := make([]float32, 2*half)
+		for t := lo; t < hi; t++ {
+			p := float32(pos0 + t)
+			for i, f := range invFreq {
+				s, c := math.Sincos(float64(p * f))
+				cs[i], cs[half+i] = float32(c), float32(s)
+			}
+			for h := 0; h < heads; h++ {
+				row := v[(t*heads+h)*hd:]
+				for i := 0; i < half; i++ {
+					c, s := cs[i], cs[half+i]
+					x1, x2 := row[i], row[i+half]
+					row[i] = x1*c - x2*s
+					row[i+half] = x2*c + x1*s
+				}
+			}
+		}
+	})
+	return nil
+}
+
+// Gather writes row ids[i] of w, dequantized, into row i of dst.
+func (b *Backend) Gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) error {
+	if w == nil {
+		return fmt.Errorf("cpu gather: nil matrix")
+	}
+	if err := w.Validate("cpu gather"); err != nil {
+		return err
+	}
+	if err := checkF32("gather", "dst", dst); err != nil {
+		return err
+	}
+	if dst.Len() != len(ids)*w.In || lastDim(dst) != w.In {
+		return fmt.Errorf("cpu gather: dst %s, want [%d, %d]", dst, len(ids), w.In)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= w.Out {
+			return fmt.Errorf("cpu gather: id %d at %d out of range [0, %d)", id, i, w.Out)
+		}
+	}
+	d := dst.F32()
+	var firstErr error
+	for i, id := range ids {
+		if err := tensor.DequantizeRow(w, int(id), d[i*w.In:(i+1)*w.In]); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("cpu gather: %w", err)
+		}
+	}
+	return firstErr
+}
