@@ -1,0 +1,514 @@
+package kvcache
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"mlxchat/tensor"
+)
+
+// DefaultSink is the number of leading tokens kept as an attention sink when
+// Options.Sink is zero.
+const DefaultSink = 4
+
+// NoSink, as Options.Sink, disables the attention sink.
+const NoSink = -1
+
+// DefaultStep is the capacity granularity, in tokens, when Options.Step is
+// zero.
+const DefaultStep = 256
+
+// TrimKindGlobal is the TrimEvent.Kind of a trim of the global layers to fit
+// MaxKV.
+const TrimKindGlobal = "global"
+
+// LayerSpec describes the cache of one attention layer.
+type LayerSpec struct {
+	// KVHeads and HeadDim give the shape of one token's keys (and values):
+	// [KVHeads, HeadDim].
+	KVHeads, HeadDim int
+	// Window is 0 for a global (full-attention) layer, or the sliding window
+	// in keys: a query at position p sees keys at positions (p-Window, p].
+	Window int
+	// SharedFrom is -1 when the layer owns its cache, else the index of the
+	// layer whose keys and values it reads (it must own its cache and have
+	// the same KVHeads, HeadDim and Window). Note the zero value means
+	// "shared from layer 0".
+	SharedFrom int
+}
+
+// Options configures a Cache.
+type Options struct {
+	// MaxKV caps the live keys of global layers (0 = unlimited). Before a
+	// chunk, Begin drops the oldest keys after the sink so the chunk fits.
+	// It also caps the sliding windows: a sliding layer's effective window
+	// is min(Window, MaxKV).
+	MaxKV int
+	// Sink is how many leading tokens trimming never drops: 0 means
+	// DefaultSink, NoSink (or any negative value) means none. Set it to the
+	// system prompt's token count to keep the whole system prompt. The
+	// effective sink is at most MaxKV/2 (see Cache.Sink).
+	Sink int
+	// Step is the capacity growth granularity in tokens (0 = DefaultStep).
+	Step int
+	// Quantized8 stores keys and values as int8 with one float32 absmax
+	// scale per token and head (about 4x less memory); views are
+	// dequantized into a per-layer scratch on every Append.
+	Quantized8 bool
+}
+
+// DefaultOptions returns unlimited MaxKV, a DefaultSink-token sink,
+// DefaultStep growth and F32 storage.
+func DefaultOptions() Options { return Options{Sink: DefaultSink, Step: DefaultStep} }
+
+// View is what a layer attends for the current chunk: every live key and
+// value of the layer (the chunk's own included) in storage order, and the
+// mask that says which query row may see which of them. K and V are F32
+// [Mask.KeyLen(), KVHeads, HeadDim]; K.Shape[0] == Mask.KeyLen() always,
+// Mask.QueryStart is Offset() and Mask.Rows the chunk length.
+//
+// K and V may alias the cache's storage: they are valid until the next
+// Begin, Commit, Abort, SetMaxKV, SetSink or Reset, or the next Append to
+// the same layer. Callers must not write to them.
+type View struct {
+	K, V *tensor.Tensor
+	Mask tensor.Mask
+}
+
+// TrimEvent reports what Begin dropped from the global layers to fit the
+// chunk under MaxKV. Dropped == 0 means nothing was trimmed.
+type TrimEvent struct {
+	Dropped    int    // tokens dropped from every global layer
+	LiveBefore int    // live keys of a global layer before the trim
+	LiveAfter  int    // live keys after the trim (before the chunk is appended)
+	Kind       string // TrimKindGlobal when Dropped > 0, else ""
+}
+
+// LayerStats describes one layer's cache.
+type LayerStats struct {
+	Kind       string // "global", "sliding" or "shared"
+	Live       int    // keys currently held (a shared layer reports its source's)
+	Capacity   int    // rows allocated (0 for shared layers)
+	Bytes      int64  // bytes allocated for K, V and scratch (0 for shared layers)
+	Window     int    // effective sliding window, 0 for global layers
+	SharedFrom int    // source layer, -1 when the layer owns its cache
+}
+
+// Stats is a snapshot of the cache for meters and /stats.
+type Stats struct {
+	Offset  int   // tokens seen: the next RoPE position
+	Live    int   // live keys of the global layers (of the first layer if none is global)
+	MaxKV   int   // 0 = unlimited
+	Sink    int   // effective sink size
+	Trimmed int   // positions dropped from the global layers since New/Reset
+	Window  int   // smallest effective sliding window (0 = no sliding layer)
+	Bytes   int64 // total bytes allocated
+	Layers  []LayerStats
+}
+
+type layer struct {
+	spec     LayerSpec
+	st       *store // nil for shared layers
+	appended bool   // appended in the open chunk
+	view     View   // the open chunk's view, once appended
+}
+
+// Cache is the key/value cache of one sequence across all layers of a model.
+// It is not safe for concurrent use; the engine goroutine owns it.
+type Cache struct {
+	layers    []layer
+	maxKV     int
+	sink      int // requested sink
+	step      int
+	hasGlobal bool
+
+	offset   int
+	open     bool
+	n        int // length of the open chunk
+	trimmed  int
+	didTrim  bool // a global trim happened since New/Reset
+	sinkKept int  // sink used by the last global trim
+}
+
+// New validates the layer specs and options and returns an empty cache.
+// Storage is allocated lazily, in Options.Step-token steps.
+func New(specs []LayerSpec, opts Options) (*Cache, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("kvcache: no layers")
+	}
+	if opts.MaxKV < 0 {
+		return nil, fmt.Errorf("kvcache: max-kv-size %d: want 0 (unlimited) or a positive number of tokens", opts.MaxKV)
+	}
+	if opts.Step < 0 {
+		return nil, fmt.Errorf("kvcache: step %d: want 0 (default %d) or a positive number of tokens", opts.Step, DefaultStep)
+	}
+	c := &Cache{maxKV: opts.MaxKV, step: opts.Step, layers: make([]layer, len(specs))}
+	if c.step == 0 {
+		c.step = DefaultStep
+	}
+	switch {
+	case opts.Sink == 0:
+		c.sink = DefaultSink
+	case opts.Sink > 0:
+		c.sink = opts.Sink
+	}
+	for i, sp := range specs {
+		if sp.KVHeads <= 0 || sp.HeadDim <= 0 || sp.Window < 0 {
+			return nil, fmt.Errorf("kvcache: layer %d: bad spec %+v: want KVHeads > 0, HeadDim > 0, Window >= 0", i, sp)
+		}
+		c.layers[i].spec = sp
+		if sp.SharedFrom < 0 {
+			c.layers[i].spec.SharedFrom = -1
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step)
+			if sp.Window == 0 {
+				c.hasGlobal = true
+			}
+		}
+	}
+	for i, sp := range specs {
+		if sp.SharedFrom < 0 {
+			continue
+		}
+		src := sp.SharedFrom
+		switch {
+		case src >= len(specs):
+			return nil, fmt.Errorf("kvcache: layer %d shares layer %d, but there are only %d layers", i, src, len(specs))
+		case src == i:
+			return nil, fmt.Errorf("kvcache: layer %d shares from itself (use SharedFrom -1 for a layer that owns its cache)", i)
+		case specs[src].SharedFrom >= 0:
+			return nil, fmt.Errorf("kvcache: layer %d shares layer %d, which itself shares layer %d; point it at the owner", i, src, specs[src].SharedFrom)
+		case specs[src].KVHeads != sp.KVHeads || specs[src].HeadDim != sp.HeadDim || specs[src].Window != sp.Window:
+			return nil, fmt.Errorf("kvcache: layer %d (kv heads %d, head dim %d, window %d) shares layer %d (kv heads %d, head dim %d, window %d): they must match",
+				i, sp.KVHeads, sp.HeadDim, sp.Window, src, specs[src].KVHeads, specs[src].HeadDim, specs[src].Window)
+		}
+	}
+	return c, nil
+}
+
+// NumLayers is the number of layers the cache was built for.
+func (c *Cache) NumLayers() int { return len(c.layers) }
+
+// Offset is the number of tokens committed so far: the absolute (RoPE)
+// position of the next chunk's first token. It never decreases except on
+// Reset; trimming does not change it.
+func (c *Cache) Offset() int { return c.offset }
+
+// MaxKV is the current cap (0 = unlimited).
+func (c *Cache) MaxKV() int { return c.maxKV }
+
+// Sink is the effective attention sink: the requested sink, at most
+// MaxKV/2, and never more than what the last trim kept (tokens once trimmed
+// cannot come back).
+func (c *Cache) Sink() int {
+	s := c.sink
+	if c.maxKV > 0 && s > c.maxKV/2 {
+		s = c.maxKV / 2
+	}
+	if c.didTrim && s > c.sinkKept {
+		s = c.sinkKept
+	}
+	return s
+}
+
+// MaxChunk is the longest chunk Begin accepts: MaxKV - Sink(), or
+// math.MaxInt when MaxKV is 0 or the model has no global layer. The engine
+// clamps its prefill chunk to it.
+func (c *Cache) MaxChunk() int {
+	if c.maxKV == 0 || !c.hasGlobal {
+		return math.MaxInt
+	}
+	return c.maxKV - c.Sink()
+}
+
+// window is the effective window of a sliding layer: min(Window, MaxKV).
+func (c *Cache) window(sp LayerSpec) int {
+	if sp.Window > 0 && c.maxKV > 0 && c.maxKV < sp.Window {
+		return c.maxKV
+	}
+	return sp.Window
+}
+
+// globalLive is the live count of the global layers (all equal).
+func (c *Cache) globalLive() int {
+	for i := range c.layers {
+		if l := &c.layers[i]; l.st != nil && l.spec.Window == 0 {
+			return l.st.live()
+		}
+	}
+	return 0
+}
+
+// Begin opens a chunk of n tokens at positions Offset()..Offset()+n-1.
+// It first trims every layer in lockstep: global layers drop their oldest
+// keys after the sink until live+n <= MaxKV (reported in the TrimEvent), and
+// sliding layers keep only the window-1 keys the chunk's first row needs.
+// It fails, changing nothing, if a chunk is already open or n > MaxChunk().
+func (c *Cache) Begin(n int) (TrimEvent, error) {
+	if c.open {
+		return TrimEvent{}, fmt.Errorf("kvcache: Begin(%d) while a chunk of %d tokens is open; call Commit or Abort first", n, c.n)
+	}
+	if n <= 0 {
+		return TrimEvent{}, fmt.Errorf("kvcache: Begin(%d): a chunk needs at least one token", n)
+	}
+	if mc := c.MaxChunk(); n > mc {
+		return TrimEvent{}, fmt.Errorf("kvcache: chunk of %d tokens cannot fit under max-kv-size %d with a %d-token sink; use a prefill chunk <= %d",
+			n, c.maxKV, c.Sink(), mc)
+	}
+	var ev TrimEvent
+	if c.maxKV > 0 && c.hasGlobal {
+		live := c.globalLive()
+		if live+n > c.maxKV {
+			sink := c.Sink()
+			d := live + n - c.maxKV
+			for i := range c.layers {
+				if l := &c.layers[i]; l.st != nil && l.spec.Window == 0 {
+					l.st.setSink(sink)
+					l.st.dropOldest(d)
+				}
+			}
+			c.trimmed += d
+			c.didTrim = true
+			c.sinkKept = sink
+			ev = TrimEvent{Dropped: d, LiveBefore: live, LiveAfter: live - d, Kind: TrimKindGlobal}
+		}
+	}
+	c.trimSliding()
+	for i := range c.layers {
+		if st := c.layers[i].st; st != nil {
+			st.releaseScratch()
+		}
+	}
+	c.open, c.n = true, n
+	for i := range c.layers {
+		c.layers[i].appended = false
+		c.layers[i].view = View{}
+	}
+	return ev, nil
+}
+
+// trimSliding drops sliding-layer keys older than the effective window needs.
+func (c *Cache) trimSliding() {
+	for i := range c.layers {
+		l := &c.layers[i]
+		if l.st == nil || l.spec.Window == 0 {
+			continue
+		}
+		if keep := c.window(l.spec) - 1; l.st.m > keep {
+			l.st.dropOldest(l.st.m - keep)
+		}
+	}
+}
+
+// Append adds the open chunk's keys and values for a layer that owns its
+// cache. k and v are F32 [n, KVHeads, HeadDim], already rotated (RoPE at
+// positions Offset()+i). It returns the layer's view: all live keys (sink,
+// recent or window, then the chunk) and their mask. Each layer appends once
+// per chunk.
+func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
+	if err := c.checkLayer("Append", layerIdx); err != nil {
+		return View{}, err
+	}
+	l := &c.layers[layerIdx]
+	if l.st == nil {
+		return View{}, fmt.Errorf("kvcache: Append to layer %d, which shares layer %d's cache; call Shared(%d)", layerIdx, l.spec.SharedFrom, layerIdx)
+	}
+	if l.appended {
+		return View{}, fmt.Errorf("kvcache: layer %d appended twice in one chunk", layerIdx)
+	}
+	for _, t := range []struct {
+		name string
+		t    *tensor.Tensor
+	}{{"k", k}, {"v", v}} {
+		if err := tensor.CheckShape(fmt.Sprintf("kvcache: layer %d %s", layerIdx, t.name), t.t, tensor.F32, c.n, l.spec.KVHeads, l.spec.HeadDim); err != nil {
+			return View{}, err
+		}
+	}
+	w := c.window(l.spec)
+	exact := false
+	limit := 0
+	if l.spec.Window == 0 {
+		exact = c.maxKV > 0 && l.st.live()+c.n == c.maxKV
+		limit = c.maxKV
+	} else {
+		exact = l.st.m == w-1
+	}
+	l.st.prepare(c.n, exact, limit)
+	l.st.write(k.Data, v.Data, c.n, c.offset)
+	view, err := c.makeView(l, w)
+	if err != nil {
+		// Roll the rows back so the layer stays consistent.
+		l.st.dropNewest(c.n)
+		return View{}, fmt.Errorf("kvcache: layer %d: %w", layerIdx, err)
+	}
+	l.appended, l.view = true, view
+	return view, nil
+}
+
+func (c *Cache) makeView(l *layer, w int) (View, error) {
+	kb, vb, spans := l.st.view()
+	mask, err := tensor.NewMask(c.offset, c.n, spans, w)
+	if err != nil {
+		return View{}, fmt.Errorf("internal error building the mask: %w", err)
+	}
+	rows := l.st.live()
+	shape := []int{rows, l.spec.KVHeads, l.spec.HeadDim}
+	kt, err := tensor.FromBytes(tensor.F32, shape, kb)
+	if err != nil {
+		return View{}, fmt.Errorf("internal error building K: %w", err)
+	}
+	vt, err := tensor.FromBytes(tensor.F32, shape, vb)
+	if err != nil {
+		return View{}, fmt.Errorf("internal error building V: %w", err)
+	}
+	if mask.KeyLen() != rows {
+		return View{}, fmt.Errorf("internal error: mask has %d keys, view %d", mask.KeyLen(), rows)
+	}
+	return View{K: kt, V: vt, Mask: mask}, nil
+}
+
+// Shared returns, for a layer with SharedFrom >= 0, exactly the view its
+// source layer got from Append in the open chunk. The source must have
+// appended first.
+func (c *Cache) Shared(layerIdx int) (View, error) {
+	if err := c.checkLayer("Shared", layerIdx); err != nil {
+		return View{}, err
+	}
+	l := &c.layers[layerIdx]
+	if l.st != nil {
+		return View{}, fmt.Errorf("kvcache: Shared(%d): layer %d owns its cache; call Append", layerIdx, layerIdx)
+	}
+	src := &c.layers[l.spec.SharedFrom]
+	if !src.appended {
+		return View{}, fmt.Errorf("kvcache: Shared(%d): source layer %d has not appended this chunk yet", layerIdx, l.spec.SharedFrom)
+	}
+	return src.view, nil
+}
+
+func (c *Cache) checkLayer(op string, i int) error {
+	if i < 0 || i >= len(c.layers) {
+		return fmt.Errorf("kvcache: %s: layer %d out of range [0, %d)", op, i, len(c.layers))
+	}
+	if !c.open {
+		return fmt.Errorf("kvcache: %s(%d) without an open chunk; call Begin first", op, i)
+	}
+	return nil
+}
+
+// Commit ends the open chunk: Offset advances by its length and sliding
+// layers drop to the window-1 keys the next token needs. Every layer that
+// owns its cache must have appended.
+func (c *Cache) Commit() error {
+	if !c.open {
+		return fmt.Errorf("kvcache: Commit without an open chunk; call Begin first")
+	}
+	var missing []string
+	for i := range c.layers {
+		if l := &c.layers[i]; l.st != nil && !l.appended {
+			missing = append(missing, fmt.Sprint(i))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kvcache: Commit: layers %s did not append this chunk (Abort to drop it)", strings.Join(missing, ", "))
+	}
+	c.offset += c.n
+	c.closeChunk()
+	c.trimSliding()
+	return nil
+}
+
+// Abort drops the open chunk: rows appended since Begin are removed and
+// Offset stays. Trimming done by Begin is kept. Without an open chunk it
+// does nothing.
+func (c *Cache) Abort() {
+	if !c.open {
+		return
+	}
+	for i := range c.layers {
+		if l := &c.layers[i]; l.st != nil && l.appended {
+			l.st.dropNewest(c.n)
+		}
+	}
+	c.closeChunk()
+}
+
+func (c *Cache) closeChunk() {
+	c.open, c.n = false, 0
+	for i := range c.layers {
+		c.layers[i].appended = false
+		c.layers[i].view = View{}
+	}
+}
+
+// SetMaxKV changes the cap (0 = unlimited). Nothing is dropped now: the
+// next Begin trims to the new cap and reports it. Sliding windows follow
+// (min(Window, MaxKV)) from the next Begin too.
+func (c *Cache) SetMaxKV(n int) error {
+	if n < 0 {
+		return fmt.Errorf("kvcache: max-kv-size %d: want 0 (unlimited) or a positive number of tokens", n)
+	}
+	if c.open {
+		return fmt.Errorf("kvcache: SetMaxKV(%d) while a chunk is open; call it between chunks", n)
+	}
+	c.maxKV = n
+	return nil
+}
+
+// SetSink changes the requested sink to n tokens (0 = none), e.g. to the
+// system prompt's length. It applies from the next trim; after a trim the
+// sink can shrink but not grow back (see Sink).
+func (c *Cache) SetSink(n int) error {
+	if n < 0 {
+		return fmt.Errorf("kvcache: sink %d: want 0 (none) or a positive number of tokens", n)
+	}
+	if c.open {
+		return fmt.Errorf("kvcache: SetSink(%d) while a chunk is open; call it between chunks", n)
+	}
+	c.sink = n
+	return nil
+}
+
+// Reset empties the cache (Offset 0) and frees its storage; MaxKV and the
+// sink setting stay. An open chunk is dropped.
+func (c *Cache) Reset() {
+	c.closeChunk()
+	for i := range c.layers {
+		if st := c.layers[i].st; st != nil {
+			st.reset()
+		}
+	}
+	c.offset, c.trimmed, c.didTrim, c.sinkKept = 0, 0, false, 0
+}
+
+// Stats returns a snapshot of sizes and memory.
+func (c *Cache) Stats() Stats {
+	s := Stats{Offset: c.offset, MaxKV: c.maxKV, Sink: c.Sink(), Trimmed: c.trimmed, Layers: make([]LayerStats, len(c.layers))}
+	liveSet := false
+	for i := range c.layers {
+		l := &c.layers[i]
+		ls := LayerStats{SharedFrom: l.spec.SharedFrom, Window: c.window(l.spec)}
+		owner := l
+		if l.st == nil {
+			ls.Kind = "shared"
+			owner = &c.layers[l.spec.SharedFrom]
+		} else {
+			ls.Kind = "global"
+			if l.spec.Window > 0 {
+				ls.Kind = "sliding"
+			}
+			ls.Capacity = l.st.capRows
+			ls.Bytes = l.st.bytes()
+			s.Bytes += ls.Bytes
+			if !liveSet && (l.spec.Window == 0 || !c.hasGlobal) {
+				s.Live = l.st.live()
+				liveSet = true
+			}
+		}
+		ls.Live = owner.st.live()
+		if ls.Window > 0 && (s.Window == 0 || ls.Window < s.Window) {
+			s.Window = ls.Window
+		}
+		s.Layers[i] = ls
+	}
+	return s
+}

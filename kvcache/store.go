@@ -1,0 +1,345 @@
+package kvcache
+
+import (
+	"encoding/binary"
+	"math"
+
+	"mlxchat/tensor"
+)
+
+// store holds the keys and values of one layer that owns its cache.
+//
+// Physical layout, in rows of one token each (K and V alike):
+//
+//	[0, s)          sink rows: absolute positions 0..s-1 (global layers only)
+//	[s, capRows)    a ring of R = capRows-s slots holding m "recent" rows;
+//	                logical ring row i (0 = oldest) lives in slot s+(h+i)%R
+//
+// segs lists the absolute positions of the ring rows in logical order, as
+// runs of consecutive positions (usually one run; two after the sink shrank).
+//
+// A view hands out the physical prefix of the buffers, so it is only taken
+// when the used slots are contiguous: h == 0 (rows [0, s+m)) or the ring is
+// full (m == R, rows [0, capRows)). prepare arranges that for the state after
+// an append; mask spans then follow the physical order.
+type store struct {
+	heads, dim int
+	q8         bool
+	rowBytes   int // encoded bytes of one row (K or V of one token)
+	step       int // capacity granularity in rows
+
+	k, v    []byte
+	capRows int
+	s       int
+	h, m    int
+	segs    []tensor.Span
+
+	// scratch receives dequantized rows when q8 is set.
+	sk, sv []byte
+}
+
+func newStore(heads, dim int, q8 bool, step int) *store {
+	st := &store{heads: heads, dim: dim, q8: q8, step: step}
+	if q8 {
+		// Per row: one float32 absmax scale per head, then heads*dim int8.
+		st.rowBytes = heads*4 + heads*dim
+	} else {
+		st.rowBytes = heads * dim * 4
+	}
+	return st
+}
+
+func (st *store) ring() int        { return st.capRows - st.s }
+func (st *store) live() int        { return st.s + st.m }
+func (st *store) contiguous() bool { return st.h == 0 || st.m == st.ring() }
+
+// bytes is the memory held by the store, scratch included.
+func (st *store) bytes() int64 {
+	return int64(cap(st.k) + cap(st.v) + cap(st.sk) + cap(st.sv))
+}
+
+// reset drops every row and releases the memory.
+func (st *store) reset() {
+	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step}
+}
+
+// dropOldest removes the d oldest ring rows (never sink rows). d <= m.
+func (st *store) dropOldest(d int) {
+	if d <= 0 {
+		return
+	}
+	st.h = (st.h + d) % st.ring()
+	st.m -= d
+	st.segs = spansDropFront(st.segs, d)
+	if st.m == 0 {
+		st.h = 0
+	}
+}
+
+// dropNewest removes the d newest ring rows (used to roll back a chunk).
+func (st *store) dropNewest(d int) {
+	if d <= 0 {
+		return
+	}
+	st.m -= d
+	st.segs = spansDropBack(st.segs, d)
+	if st.m == 0 {
+		st.h = 0
+	}
+}
+
+// realloc moves the rows into fresh buffers of newCap rows (>= live),
+// linearizing the ring (h becomes 0).
+func (st *store) realloc(newCap int) {
+	rb := st.rowBytes
+	nk := make([]byte, newCap*rb)
+	nv := make([]byte, newCap*rb)
+	for _, p := range [2]struct{ dst, src []byte }{{nk, st.k}, {nv, st.v}} {
+		copy(p.dst, p.src[:st.s*rb])
+		if st.m > 0 {
+			R := st.ring()
+			first := min(st.m, R-st.h)
+			copy(p.dst[st.s*rb:], p.src[(st.s+st.h)*rb:(st.s+st.h+first)*rb])
+			copy(p.dst[(st.s+first)*rb:], p.src[st.s*rb:(st.s+st.m-first)*rb])
+		}
+	}
+	st.k, st.v, st.capRows, st.h = nk, nv, newCap, 0
+}
+
+// setSink moves the boundary between sink and ring so that the sink holds
+// positions [0, newS). It can always shrink; it grows only while the oldest
+// ring rows continue the sink (nothing in between was trimmed).
+func (st *store) setSink(newS int) {
+	if newS == st.s {
+		return
+	}
+	if newS > st.s && (st.m == 0 || st.segs[0].Start != st.s) {
+		return
+	}
+	if st.h != 0 {
+		st.realloc(st.capRows)
+	}
+	if newS < st.s {
+		moved := tensor.Span{Start: newS, Len: st.s - newS}
+		if len(st.segs) > 0 && st.segs[0].Start == st.s {
+			st.segs[0] = tensor.Span{Start: newS, Len: moved.Len + st.segs[0].Len}
+		} else {
+			st.segs = append([]tensor.Span{moved}, st.segs...)
+		}
+		st.m += moved.Len
+		st.s = newS
+		return
+	}
+	for st.s < newS && st.m > 0 && st.segs[0].Start == st.s {
+		take := min(newS-st.s, st.segs[0].Len)
+		st.s += take
+		st.m -= take
+		st.segs = spansDropFront(st.segs, take)
+	}
+}
+
+// prepare makes room for n more rows so that the store is contiguous after
+// they are written. exact asks for capacity == live+n (a full ring, so the
+// next steady-state trim-and-append cycles copy nothing); limit caps growth
+// (0 = none).
+func (st *store) prepare(n int, exact bool, limit int) {
+	need := st.live() + n
+	target := st.capRows
+	switch {
+	case need > st.capRows:
+		target = roundUp(need, st.step)
+		if limit > 0 && target > limit {
+			target = max(limit, need)
+		}
+	case exact && st.capRows != need:
+		target = need
+	case st.capRows-need > max(2*st.step, need):
+		// Much more room than needed (the window shrank): give memory back.
+		target = roundUp(need, st.step)
+	}
+	if target != st.capRows {
+		st.realloc(target)
+	} else if st.h != 0 && st.m+n != st.ring() {
+		st.realloc(st.capRows)
+	}
+}
+
+// shrink releases memory after a trim when the capacity is far above live.
+func (st *store) shrink() {
+	need := st.live()
+	if st.capRows-need > max(2*st.step, need) {
+		st.realloc(roundUp(max(need, 1), st.step))
+	}
+}
+
+// write appends n rows of F32 data k and v (n*heads*dim floats each, as raw
+// bytes) at absolute positions pos0..pos0+n-1. prepare(n) must precede it.
+func (st *store) write(k, v []byte, n, pos0 int) {
+	R := st.ring()
+	start := (st.h + st.m) % R
+	first := min(n, R-start)
+	src := st.heads * st.dim * 4
+	st.encode(st.k[(st.s+start)*st.rowBytes:], k[:first*src], first)
+	st.encode(st.v[(st.s+start)*st.rowBytes:], v[:first*src], first)
+	if first < n {
+		st.encode(st.k[st.s*st.rowBytes:], k[first*src:n*src], n-first)
+		st.encode(st.v[st.s*st.rowBytes:], v[first*src:n*src], n-first)
+	}
+	st.m += n
+	st.segs = spansAppend(st.segs, tensor.Span{Start: pos0, Len: n})
+}
+
+// encode stores n F32 rows from src into dst in the store's row format.
+func (st *store) encode(dst, src []byte, n int) {
+	if !st.q8 {
+		copy(dst, src)
+		return
+	}
+	rb := st.rowBytes
+	for r := 0; r < n; r++ {
+		row := dst[r*rb : (r+1)*rb]
+		for h := 0; h < st.heads; h++ {
+			off := (r*st.heads + h) * st.dim * 4
+			amax := float32(0)
+			for i := 0; i < st.dim; i++ {
+				x := math.Float32frombits(binary.LittleEndian.Uint32(src[off+4*i:]))
+				if a := float32(math.Abs(float64(x))); a > amax {
+					amax = a
+				}
+			}
+			scale := amax / 127
+			binary.LittleEndian.PutUint32(row[4*h:], math.Float32bits(scale))
+			q := row[st.heads*4+h*st.dim:]
+			for i := 0; i < st.dim; i++ {
+				x := math.Float32frombits(binary.LittleEndian.Uint32(src[off+4*i:]))
+				var qi int8
+				if scale > 0 {
+					qi = int8(max(-127, min(127, math.Round(float64(x/scale)))))
+				}
+				q[i] = byte(qi)
+			}
+		}
+	}
+}
+
+// decode expands n stored rows of src into F32 bytes in dst.
+func (st *store) decode(dst, src []byte, n int) {
+	rb := st.rowBytes
+	for r := 0; r < n; r++ {
+		row := src[r*rb : (r+1)*rb]
+		for h := 0; h < st.heads; h++ {
+			scale := math.Float32frombits(binary.LittleEndian.Uint32(row[4*h:]))
+			q := row[st.heads*4+h*st.dim:]
+			out := dst[(r*st.heads+h)*st.dim*4:]
+			for i := 0; i < st.dim; i++ {
+				binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(scale*float32(int8(q[i]))))
+			}
+		}
+	}
+}
+
+// view returns the F32 bytes of every live row in physical order and the
+// spans of their absolute positions in the same order. The store must be
+// contiguous. For q8 stores the bytes are a dequantized scratch copy.
+func (st *store) view() (k, v []byte, spans []tensor.Span) {
+	rows := st.live()
+	if st.s > 0 {
+		spans = append(spans, tensor.Span{Start: 0, Len: st.s})
+	}
+	if st.h == 0 {
+		spans = append(spans, st.segs...)
+	} else {
+		R := st.ring()
+		spans = append(spans, spansSlice(st.segs, R-st.h, R)...)
+		spans = append(spans, spansSlice(st.segs, 0, R-st.h)...)
+	}
+	k, v = st.k[:rows*st.rowBytes], st.v[:rows*st.rowBytes]
+	if st.q8 {
+		f := rows * st.heads * st.dim * 4
+		if cap(st.sk) < f {
+			st.sk = make([]byte, f, roundUp(rows, st.step)*st.heads*st.dim*4)
+			st.sv = make([]byte, f, cap(st.sk))
+		}
+		st.sk, st.sv = st.sk[:f], st.sv[:f]
+		st.decode(st.sk, k, rows)
+		st.decode(st.sv, v, rows)
+		k, v = st.sk, st.sv
+	}
+	return k, v, spans
+}
+
+// releaseScratch drops the dequantization scratch when it is far larger
+// than the live rows need.
+func (st *store) releaseScratch() {
+	if st.q8 && cap(st.sk) > 2*max(st.live(), st.step)*st.heads*st.dim*4 {
+		st.sk, st.sv = nil, nil
+	}
+}
+
+func roundUp(n, step int) int {
+	if step <= 1 {
+		return n
+	}
+	return (n + step - 1) / step * step
+}
+
+// spansDropFront removes the first d positions from a run list.
+func spansDropFront(s []tensor.Span, d int) []tensor.Span {
+	for d > 0 && len(s) > 0 {
+		if s[0].Len <= d {
+			d -= s[0].Len
+			s = s[1:]
+			continue
+		}
+		s[0] = tensor.Span{Start: s[0].Start + d, Len: s[0].Len - d}
+		d = 0
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// spansDropBack removes the last d positions from a run list.
+func spansDropBack(s []tensor.Span, d int) []tensor.Span {
+	for d > 0 && len(s) > 0 {
+		last := len(s) - 1
+		if s[last].Len <= d {
+			d -= s[last].Len
+			s = s[:last]
+			continue
+		}
+		s[last].Len -= d
+		d = 0
+	}
+	return s
+}
+
+// spansAppend adds a run, merging it with the last one when contiguous.
+func spansAppend(s []tensor.Span, r tensor.Span) []tensor.Span {
+	if r.Len == 0 {
+		return s
+	}
+	if n := len(s); n > 0 && s[n-1].Start+s[n-1].Len == r.Start {
+		s[n-1].Len += r.Len
+		return s
+	}
+	return append(s, r)
+}
+
+// spansSlice returns the runs covering logical indices [a, b) of a run list.
+func spansSlice(s []tensor.Span, a, b int) []tensor.Span {
+	var out []tensor.Span
+	idx := 0
+	for _, r := range s {
+		lo, hi := max(a, idx), min(b, idx+r.Len)
+		if lo < hi {
+			out = append(out, tensor.Span{Start: r.Start + lo - idx, Len: hi - lo})
+		}
+		idx += r.Len
+		if idx >= b {
+			break
+		}
+	}
+	return out
+}
