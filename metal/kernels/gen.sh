@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Regenerates the committed SPIR-V (spv/) and MSL (msl/) from the GLSL in
+# src/. Needs glslangValidator (Debian glslang-tools) and spirv-cross
+# (Debian spirv-cross). Usage: gen.sh [OUTDIR] (default: this folder).
+# The same SPIR-V runs on Vulkan; the MSL is translated from it, so both
+# hosts execute one kernel source.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-$here}"
+mkdir -p "$out/spv" "$out/msl"
+# name  source  defines...
+variants=(
+  "qmv4 qmv.comp -DBITS=4"
+  "qmv8 qmv.comp -DBITS=8"
+  "qmm4 qmm.comp -DMODE=4"
+  "qmm8 qmm.comp -DMODE=8"
+  "mm qmm.comp -DMODE=0"
+  "gather gather.comp"
+  "rmsnorm rmsnorm.comp"
+  "rope rope.comp"
+  "attn attn.comp"
+  "eltwise eltwise.comp"
+  "softmax softmax.comp"
+  "argmax argmax.comp"
+)
+for v in "${variants[@]}"; do
+  read -r name src defs <<<"$v"
+  # shellcheck disable=SC2086
+  glslangValidator -V --target-env vulkan1.1 -I"$here/src" $defs \
+    -o "$out/spv/$name.spv" "$here/src/$src" >/dev/null
+  spirv-cross --msl --msl-version 20300 --msl-decoration-binding \
+    --rename-entry-point main "$name" comp \
+    --output "$out/msl/$name.metal" "$out/spv/$name.spv"
+done

@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"embed"
+	"fmt"
+)
+
+//go:embed spv/*.spv
+var spvFS embed.FS
+
+//go:embed msl/*.metal
+var mslFS embed.FS
+
+// ID names one compiled kernel variant.
+type ID int
+
+// The kernel variants, one per file in spv/ and msl/.
+const (
+	QMV4    ID = iota // 4-bit quantized matrix-vector product (decode)
+	QMV8              // 8-bit quantized matrix-vector product (decode)
+	QMM4              // 4-bit quantized tiled matrix product (prefill)
+	QMM8              // 8-bit quantized tiled matrix product (prefill)
+	MM                // dense (F32, F16, BF16 weights) tiled matrix product
+	Gather            // embedding rows from a dense or quantized table
+	RMSNorm           // RMS normalization with optional weight
+	RoPE              // rotary position embedding, half-split convention
+	Attn              // attention with a span/window mask
+	Eltwise           // add, mul, scale, softcap, gelu-tanh, copy
+	Softmax           // row softmax
+	Argmax            // row argmax
+	Count             // number of kernels
+)
+
+// ParamHeader is the number of 32-bit offset words that open every
+// parameter block (ob0..ob7): the element offset of each binding's tensor
+// inside the bound range.
+const ParamHeader = 8
+
+// Kernel describes how to bind and launch one kernel.
+type Kernel struct {
+	Name string
+	// Local is the workgroup (threadgroup) size along x; y and z are 1.
+	Local int
+	// Bindings lists the storage-buffer bindings the kernel declares.
+	Bindings []int
+	// Vec4 marks bindings read as 16-byte vectors: their offsets are
+	// counted in 16-byte units and must be multiples of 16 bytes. Other
+	// bindings count offsets in elements of the bound tensor's dtype.
+	Vec4 [8]bool
+	// Params is the number of 32-bit parameter words after the header.
+	Params int
+}
+
+var table = [Count]Kernel{
+	QMV4:    {Name: "qmv4", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMV8:    {Name: "qmv8", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMM4:    {Name: "qmm4", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
+	QMM8:    {Name: "qmm8", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
+	MM:      {Name: "mm", Local: 256, Bindings: []int{1, 2, 5}, Params: 8},
+	Gather:  {Name: "gather", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Params: 6},
+	RMSNorm: {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3}, Params: 5},
+	RoPE:    {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 5},
+	Attn:    {Name: "attn", Local: 128, Bindings: []int{1, 2, 3, 4, 5}, Params: 9},
+	Eltwise: {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},
+	Softmax: {Name: "softmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+	Argmax:  {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+}
+
+// Info returns the launch description of kernel id.
+func (id ID) Info() Kernel {
+	if id < 0 || id >= Count {
+		return Kernel{}
+	}
+	return table[id]
+}
+
+// String returns the kernel's name.
+func (id ID) String() string {
+	if id < 0 || id >= Count {
+		return fmt.Sprintf("kernel(%d)", int(id))
+	}
+	return table[id].Name
+}
+
+// SPIRV returns the kernel's SPIR-V module (entry point "main").
+func SPIRV(id ID) ([]byte, error) {
+	b, err := spvFS.ReadFile("spv/" + id.String() + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("kernel %s: no SPIR-V: %w", id, err)
+	}
+	return b, nil
+}
+
+// MSL returns the kernel's Metal Shading Language source; its kernel
+// function is named after the kernel (Info().Name).
+func MSL(id ID) (string, error) {
+	b, err := mslFS.ReadFile("msl/" + id.String() + ".metal")
+	if err != nil {
+		return "", fmt.Errorf("kernel %s: no MSL: %w", id, err)
+	}
+	return string(b), nil
+}

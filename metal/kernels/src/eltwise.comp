@@ -1,0 +1,51 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Elementwise ops over n values. b is indexed modulo nb, which broadcasts a
+// single row of b over every row of a (nb == n when b has all rows).
+// op: 0 add, 1 mul, 2 scale by f, 3 softcap tanh(a/f)*f, 4 GELU (tanh
+// approximation), 5 copy.
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+layout(set = 0, binding = 0) uniform Params {
+    uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;
+    uint n;
+    uint nb;
+    uint op;
+    float f;
+} p;
+
+layout(set = 0, binding = 1) readonly buffer A { float a[]; };
+layout(set = 0, binding = 2) readonly buffer Bv { float b[]; };
+layout(set = 0, binding = 3) writeonly buffer D { float dst[]; };
+
+void main() {
+    uint i = linear_id();
+    if (i >= p.n) {
+        return;
+    }
+    float x = a[p.ob1 + i];
+    float y;
+    switch (p.op) {
+    case 0u:
+        y = x + b[p.ob2 + i % p.nb];
+        break;
+    case 1u:
+        y = x * b[p.ob2 + i % p.nb];
+        break;
+    case 2u:
+        y = x * p.f;
+        break;
+    case 3u:
+        y = safe_tanh(x / p.f) * p.f;
+        break;
+    case 4u:
+        y = 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        break;
+    default:
+        y = x;
+        break;
+    }
+    dst[p.ob3 + i] = y;
+}

@@ -1,0 +1,95 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// Affine-quantized matrix-vector product for decode: dst[r, out0+o] =
+// sum_k x[r, k] * (s[o, g] * q[o, k] + b[o, g]), g = k / group, computed as
+// s * sum(q*x) + b * sum(x) per group. BITS (4 or 8) is fixed at compile
+// time. Each workgroup owns ROWS output rows; its threads stride over the
+// row in 16-byte chunks (coalesced), keep the chunk's x values in registers
+// and reuse them for every row. One x row per workgroup in y.
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(set = 0, binding = 0) uniform Params {
+    uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;
+    uint n_in;   // inputs (columns of W)
+    uint n_out;  // output rows handled by this dispatch
+    uint ldd;    // row stride of dst, in floats
+    uint out0;   // first output column of dst written by this dispatch
+    uint gsize;  // quantization group size
+    uint sdt;    // dtype of scales and biases
+} p;
+
+layout(set = 0, binding = 1) readonly buffer X { vec4 x[]; };
+layout(set = 0, binding = 2) readonly buffer W { uvec4 w[]; };
+layout(set = 0, binding = 3) readonly buffer S { uint sc[]; };
+layout(set = 0, binding = 4) readonly buffer B { uint bi[]; };
+layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
+
+const uint ROWS = 8u;
+const uint VPC = 128u / BITS;     // values per 16-byte chunk
+const uint VPW = 32u / BITS;      // values per word
+const uint MASK = (1u << BITS) - 1u;
+
+shared float part[gl_WorkGroupSize.x * ROWS];
+
+void main() {
+    uint r = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint tid = gl_LocalInvocationID.x;
+    uint cpr = p.n_in / VPC;
+    uint gpr = p.n_in / p.gsize;
+
+    float acc[ROWS];
+    for (uint j = 0u; j < ROWS; j++) {
+        acc[j] = 0.0;
+    }
+
+    for (uint c = tid; c < cpr; c += gl_WorkGroupSize.x) {
+        uint xb = p.ob1 + (r * p.n_in + c * VPC) / 4u;
+        vec4 xv[VPC / 4u];
+        float xs = 0.0;
+        for (uint i = 0u; i < VPC / 4u; i++) {
+            xv[i] = x[xb + i];
+            xs += (xv[i].x + xv[i].y) + (xv[i].z + xv[i].w);
+        }
+        uint g = (c * VPC) / p.gsize;
+        for (uint j = 0u; j < ROWS; j++) {
+            uint row = min(row0 + j, p.n_out - 1u);
+            uvec4 wq = w[p.ob2 + row * cpr + c];
+            uint si = row * gpr + g;
+            float s = LOADF(sc, p.ob3 + si, p.sdt);
+            float b = LOADF(bi, p.ob4 + si, p.sdt);
+            float d = 0.0;
+            for (uint k = 0u; k < 4u; k++) {
+                uint word = wq[k];
+#if BITS == 4
+                vec4 lo = vec4(uvec4(word, word >> 4, word >> 8, word >> 12) & MASK);
+                vec4 hi = vec4(uvec4(word >> 16, word >> 20, word >> 24, word >> 28) & MASK);
+                d += dot(lo, xv[2u * k]) + dot(hi, xv[2u * k + 1u]);
+#else
+                vec4 q = vec4(uvec4(word, word >> 8, word >> 16, word >> 24) & MASK);
+                d += dot(q, xv[k]);
+#endif
+            }
+            acc[j] += s * d + b * xs;
+        }
+    }
+
+    for (uint j = 0u; j < ROWS; j++) {
+        float s = subgroupAdd(acc[j]);
+        if (subgroupElect()) {
+            part[gl_SubgroupID * ROWS + j] = s;
+        }
+    }
+    barrier();
+    if (tid < ROWS && row0 + tid < p.n_out) {
+        float t = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; i++) {
+            t += part[i * ROWS + tid];
+        }
+        dst[p.ob5 + r * p.ldd + p.out0 + row0 + tid] = t;
+    }
+}

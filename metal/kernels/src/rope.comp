@@ -1,0 +1,45 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// RoPE with the half-split (rotate_half) convention, in place on
+// x[n, heads, head_dim], over the first dims values of each head, at
+// absolute positions pos0 + row. invf[i] = base^(-2i/dims) comes from the
+// host (computed in float64). The angle is reduced modulo 2*pi in three
+// steps before sin/cos so large positions keep their accuracy.
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+layout(set = 0, binding = 0) uniform Params {
+    uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;
+    uint rows;
+    uint heads;
+    uint head_dim;
+    uint half_dims;
+    uint pos0;
+} p;
+
+layout(set = 0, binding = 1) buffer X { float x[]; };
+layout(set = 0, binding = 2) readonly buffer F { float invf[]; };
+
+void main() {
+    uint id = linear_id();
+    uint total = p.rows * p.heads * p.half_dims;
+    if (id >= total) {
+        return;
+    }
+    uint i = id % p.half_dims;
+    uint rh = id / p.half_dims;  // row * heads + head
+    uint row = rh / p.heads;
+    float theta = float(p.pos0 + row) * invf[p.ob2 + i];
+    float k = floor(theta * 0.15915494309189535 + 0.5);
+    float r = fma(-k, 6.28125, theta);
+    r = fma(-k, 1.9353071693331003e-3, r);
+    r = fma(-k, 1.0253131677018246e-11, r);
+    float c = cos(r);
+    float s = sin(r);
+    uint b = p.ob1 + rh * p.head_dim + i;
+    float x1 = x[b];
+    float x2 = x[b + p.half_dims];
+    x[b] = x1 * c - x2 * s;
+    x[b + p.half_dims] = x2 * c + x1 * s;
+}
