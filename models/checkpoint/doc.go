@@ -1,0 +1,17 @@
+// Package checkpoint opens an MLX model directory: config.json (with the
+// quantization block and its per-module overrides), the safetensors weights
+// (model.safetensors, or shards listed in model.safetensors.index.json)
+// mapped read-only into memory, generation_config.json, and the paths of the
+// tokenizer files.
+//
+// Tensors returned by a Checkpoint are zero-copy views of the mapped files:
+// they stay valid until Close. A Checkpoint is safe for concurrent reads;
+// Close must not race with them.
+//
+// Every problem with the input (missing or truncated files, a bad header,
+// offsets past the end, overlapping tensors, dtype or shape disagreements,
+// unsupported quantization) is returned as a one-line error that names the
+// file and the problem; nothing here panics on bad input.
+//
+// It may import only the standard library, golang.org/x/sys/unix and tensor.
+package checkpoint
