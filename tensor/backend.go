@@ -58,3 +58,31 @@ type Backend interface {
 	// Copy copies src into dst (same element count).
 	Copy(dst, src *Tensor) error
 }
+
+// StreamOps are the ops Gemma 3n needs beyond Backend: activation sparsity,
+// AltUp's per-row stream mixing and magnitude matching, and an axis swap.
+// The CPU backend implements them; a model that needs them checks for them
+// with a type assertion when it loads and reports a backend without them.
+// (They are kept out of Backend until every backend implements them, so
+// adding them broke no backend's build.)
+type StreamOps interface {
+	// GaussianTopK is Gemma 3n's activation sparsity: per row of x, with
+	// mean and population standard deviation over the row,
+	// dst = max(0, x - (mean + multiplier·std)). dst may alias x.
+	GaussianTopK(dst, x *Tensor, multiplier float32) error
+	// MatchRMS rescales each row of x to the root-mean-square of the same
+	// row of ref: dst = x · sqrt(mean(ref²)) / sqrt(max(mean(x²), eps)).
+	// x, ref and dst have the same shape; dst may alias x but not ref.
+	MatchRMS(dst, x, ref *Tensor, eps float32) error
+	// MixStreams forms per-row linear combinations of S streams: x is
+	// [S, n, N], coef [n, R·S] and dst [R, n, N], with
+	// dst[r, t, :] = Σ_k coef[t, r·S+k] · x[k, t, :]. dst must not alias x.
+	MixStreams(dst, x, coef *Tensor) error
+	// AddScaledStreams adds a per-row multiple of b to each of S streams:
+	// a and dst are [S, n, N], b [n, N] and coef [n, S], with
+	// dst[s, t, :] = a[s, t, :] + coef[t, s] · b[t, :]. dst may alias a.
+	AddScaledStreams(dst, a, b, coef *Tensor) error
+	// SwapAxes01 transposes the two leading axes: x [A, B, N] into
+	// dst [B, A, N]. dst must not alias x.
+	SwapAxes01(dst, x *Tensor) error
+}
