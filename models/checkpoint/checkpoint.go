@@ -362,6 +362,9 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 	if !explicit {
 		quantized = hasScales
 	}
+	if quantized && !hasScales {
+		return nil, fmt.Errorf("%s: %s: missing %s.scales for a module %s marks quantized", file, prefix, prefix, c.Config.Path)
+	}
 	w, err := c.Tensor(wname)
 	if err != nil {
 		return nil, err
@@ -381,9 +384,6 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 	}
 	if c.Quant == nil {
 		return nil, fmt.Errorf("%s: %s has .scales but %s has no quantization block", file, prefix, c.Config.Path)
-	}
-	if !hasScales {
-		return nil, fmt.Errorf("%s: %s: missing %s.scales for a module %s marks quantized", file, prefix, prefix, c.Config.Path)
 	}
 	if w.DType != tensor.U32 {
 		return nil, fmt.Errorf("%s: tensor %q has dtype %s, want U32 packed %d-bit weights", file, wname, w.DType, params.Bits)

@@ -68,8 +68,7 @@ func ParseQuantization(cfg *Config) (*Quantization, error) {
 		case "group_size", "bits", "mode", "quant_method":
 			continue
 		}
-		v, _ := block.Get(name)
-		switch x := v.(type) {
+		switch x := block.Raw[name].(type) {
 		case bool:
 			if x {
 				p := q.Default

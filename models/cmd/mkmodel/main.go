@@ -116,6 +116,17 @@ func run(args []string, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(*out, "config.json")); err == nil && !*force {
 		return fmt.Errorf("%s already holds a model (config.json); pass -force to overwrite", *out)
 	}
+	if *force {
+		// Drop weights of an earlier model so a single file and shards of
+		// different runs never mix.
+		old, _ := filepath.Glob(filepath.Join(*out, "model*.safetensors"))
+		old = append(old, filepath.Join(*out, "model.safetensors.index.json"))
+		for _, p := range old {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("-force: %w", err)
+			}
+		}
+	}
 	start := time.Now()
 	res, err := synth.WriteGemma3n(*out, dims, opt)
 	if err != nil {
