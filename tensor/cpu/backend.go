@@ -13,7 +13,7 @@ import (
 type Backend struct {
 	threads int
 	pool    *pool
-	simd    bool // use the AVX2/FMA kernels
+	simd    bool // use the AVX2/FMA/F16C kernels
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -24,7 +24,12 @@ func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	return &Backend{threads: threads, pool: newPool(threads), simd: hasAVX2FMA}
+	return newBackend(threads, haveSIMD())
+}
+
+// newBackend lets tests choose the portable kernels on a SIMD machine.
+func newBackend(threads int, simd bool) *Backend {
+	return &Backend{threads: threads, pool: newPool(threads), simd: simd}
 }
 
 // Threads is the number of cores the backend spreads work over.

@@ -55,8 +55,13 @@ func refMatMul(x []float32, w []float32, n, in, out int) []float64 {
 	return y
 }
 
+// backends returns the portable kernels on one and three threads and, on
+// machines that have them, the SIMD kernels likewise.
 func backends(t *testing.T) []*Backend {
-	bs := []*Backend{New(1), New(3)}
+	bs := []*Backend{newBackend(1, false), newBackend(3, false)}
+	if haveSIMD() {
+		bs = append(bs, newBackend(1, true), newBackend(3, true))
+	}
 	t.Cleanup(func() {
 		for _, b := range bs {
 			b.Close()
@@ -480,4 +485,112 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 			panic("boom")
 		}
 	})
+}
+
+// TestSIMDMatchesPortable runs the assembly and portable paths on odd sizes:
+// x row counts that are not multiples of 4, group counts that need padding,
+// odd output counts and tile boundaries.
+func TestSIMDMatchesPortable(t *testing.T) {
+	if !haveSIMD() {
+		t.Skip("no AVX2/FMA/F16C on this machine")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	fast, slow := newBackend(3, true), newBackend(1, false)
+	defer fast.Close()
+	defer slow.Close()
+	type shape struct{ n, in, out, gs int }
+	shapes := []shape{{1, 96, 37, 32}, {3, 320, 5, 64}, {4, 1024, 9, 128}, {5, 256, 130, 64}, {9, 640, 3, 128}, {7, 64, 1, 32}}
+	if !testing.Short() {
+		shapes = append(shapes, shape{6, 4096, 300, 64}) // several L2 tiles per worker
+	}
+	for _, bits := range []int{4, 8} {
+		for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
+			for _, sh := range shapes {
+				if sh.in%sh.gs != 0 {
+					t.Fatalf("bad test shape %+v", sh)
+				}
+				m, err := tensor.QuantizeAffine(randF32(rng, sh.out*sh.in, 0.05), sh.out, sh.in, bits, sh.gs, sd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wd, _ := tensor.Dequantize(m)
+				xv := randF32(rng, sh.n*sh.in, 1)
+				x := mustT(t, xv, sh.n, sh.in)
+				a, b := fast.Alloc(sh.n, sh.out), slow.Alloc(sh.n, sh.out)
+				if err := fast.MatMul(a, x, m); err != nil {
+					t.Fatal(err)
+				}
+				if err := slow.MatMul(b, x, m); err != nil {
+					t.Fatal(err)
+				}
+				ref := refMatMul(xv, wd, sh.n, sh.in, sh.out)
+				compare(t, "simd q", a.F32(), ref, 1e-4, 1e-4)
+				compare(t, "portable q", b.F32(), ref, 1e-4, 1e-4)
+			}
+		}
+	}
+	for _, dt := range []tensor.DType{tensor.F32, tensor.BF16, tensor.F16} {
+		for _, sh := range []shape{{1, 45, 7, 0}, {5, 100, 33, 0}, {4, 16, 3, 0}, {9, 257, 65, 0}, {2, 3, 2, 0}} {
+			wt := tensor.New(dt, sh.out, sh.in)
+			_ = tensor.EncodeF32(wt.Data, dt, randF32(rng, sh.out*sh.in, 0.3))
+			m := &tensor.Matrix{Out: sh.out, In: sh.in, W: wt}
+			wd, _ := tensor.Dequantize(m)
+			xv := randF32(rng, sh.n*sh.in, 1)
+			a := fast.Alloc(sh.n, sh.out)
+			if err := fast.MatMul(a, mustT(t, xv, sh.n, sh.in), m); err != nil {
+				t.Fatal(err)
+			}
+			compare(t, "simd dense "+dt.String(), a.F32(), refMatMul(xv, wd, sh.n, sh.in, sh.out), 1e-4, 1e-4)
+		}
+	}
+	// Conversions and vector helpers on lengths around the vector widths.
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 100} {
+		a, b := randF32(rng, n, 1), randF32(rng, n, 1)
+		var want float64
+		for i := range a {
+			want += float64(a[i]) * float64(b[i])
+		}
+		compare(t, "dot", []float32{dotSIMD(a, b)}, []float64{want}, 1e-5, 1e-5)
+		d := append([]float32(nil), a...)
+		axpySIMD(d, b, 0.5)
+		exp := make([]float64, n)
+		for i := range exp {
+			exp[i] = float64(a[i]) + 0.5*float64(b[i])
+		}
+		compare(t, "axpy", d, exp, 1e-6, 1e-6)
+		for _, f16 := range []bool{false, true} {
+			src := make([]uint16, n)
+			for i, v := range a {
+				if f16 {
+					src[i] = tensor.F32ToF16(v)
+				} else {
+					src[i] = tensor.F32ToBF16(v)
+				}
+			}
+			got := make([]float32, n)
+			cvtSIMD(got, src, f16)
+			for i := range got {
+				if got[i] != cvt16(src[i], f16) {
+					t.Fatalf("cvt f16=%v elem %d: %g want %g", f16, i, got[i], cvt16(src[i], f16))
+				}
+			}
+		}
+	}
+}
+
+func TestMeasureReadBandwidth(t *testing.T) {
+	gbs := MeasureReadBandwidth(8<<20, 2)
+	if !(gbs > 0.1 && gbs < 10000) {
+		t.Fatalf("bandwidth %g GB/s is not plausible", gbs)
+	}
+	if MeasureReadBandwidth(0, 1) != 0 {
+		t.Fatal("zero-byte buffer should give 0")
+	}
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	if readBytes(b) != readPortable(b) {
+		t.Fatal("readBytes disagrees with the portable fold")
+	}
 }

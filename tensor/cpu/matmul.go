@@ -44,7 +44,11 @@ func (b *Backend) matmulDense(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out := w.In, w.Out
 	dt := w.W.DType
 	size := dt.Size()
-	b.pool.split(out, 4, func(lo, hi int) {
+	if b.simd {
+		b.matmulDenseSIMD(dst, x, n, w)
+		return nil
+	}
+	b.pool.splitParts(out, 4, 4*b.threads, func(lo, hi int) {
 		var buf []float32
 		if dt != tensor.F32 {
 			buf = make([]float32, in)
@@ -107,12 +111,12 @@ func groupSums(x []float32, n, in, gs int) []float32 {
 func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
-	xs := groupSums(x, n, in, gs)
-	if b.simd && quantSIMDOK(w) {
-		b.matmulQuantSIMD(dst, x, xs, n, w)
+	if b.simd && (w.Bits == 4 || w.Bits == 8) && gs%32 == 0 {
+		b.matmulQuantSIMD(dst, x, n, w)
 		return nil
 	}
-	b.pool.split(out, 4, func(lo, hi int) {
+	xs := groupSums(x, n, in, gs)
+	b.pool.splitParts(out, 4, 4*b.threads, func(lo, hi int) {
 		sb := make([]float32, 2*groups)
 		q := make([]float32, gs)
 		for o := lo; o < hi; o++ {
@@ -174,4 +178,153 @@ func unpackGroup(q []float32, w *tensor.Matrix, o, g int) {
 			q[j*per+k] = float32(word >> (bits * k) & mask)
 		}
 	}
+}
+
+// axpyF32 computes dst += a·src.
+func axpyF32(dst, src []float32, a float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += a * src[i]
+	}
+}
+
+// cvt16 widens one BF16 or F16 value.
+func cvt16(v uint16, f16 bool) float32 {
+	if f16 {
+		return tensor.F16ToF32(v)
+	}
+	return tensor.BF16ToF32(v)
+}
+
+// convertRows writes rows [r0, r0+rows) of a scales or biases tensor
+// ([Out, groups]) as float32 rows of gpad values into dst; the padding
+// columns are left as they are (zero in a fresh buffer).
+func convertRows(dst []float32, t *tensor.Tensor, r0, rows, groups, gpad int, simd bool) {
+	if groups == gpad {
+		convertRange(dst[:rows*groups], t, r0*groups, simd)
+		return
+	}
+	for r := 0; r < rows; r++ {
+		convertRange(dst[r*gpad:r*gpad+groups], t, (r0+r)*groups, simd)
+	}
+}
+
+// convertRange converts len(dst) elements of t starting at element off.
+func convertRange(dst []float32, t *tensor.Tensor, off int, simd bool) {
+	if simd && (t.DType == tensor.BF16 || t.DType == tensor.F16) {
+		cvtSIMD(dst, t.U16()[off:off+len(dst)], t.DType == tensor.F16)
+		return
+	}
+	decodeScales(dst, t, off)
+}
+
+// permute16 reorders each block of 16 values of x as the 8 even-indexed
+// then the 8 odd-indexed ones, matching the low and high nibbles of 8
+// packed bytes of 4-bit weights.
+func permute16(x []float32) []float32 {
+	p := make([]float32, len(x))
+	for blk := 0; blk+16 <= len(x); blk += 16 {
+		src := x[blk : blk+16 : blk+16]
+		dst := p[blk : blk+16 : blk+16]
+		for i := 0; i < 8; i++ {
+			dst[i] = src[2*i]
+			dst[8+i] = src[2*i+1]
+		}
+	}
+	return p
+}
+
+// matmulQuantSIMD is the AVX2 path for 4- and 8-bit weights with group
+// sizes that are multiples of 32. Output rows are processed in tiles whose
+// packed weights stay in L2 while every block of four x rows passes over
+// them; scales and biases of a tile are converted to float32 once.
+func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
+	in, out, gs := w.In, w.Out, w.GroupSize
+	groups := in / gs
+	gpad := (groups + 7) &^ 7
+	xs := make([]float32, n*gpad)
+	for r := 0; r < n; r++ {
+		for g := 0; g < groups; g++ {
+			var s float32
+			for _, v := range x[r*in+g*gs : r*in+(g+1)*gs] {
+				s += v
+			}
+			xs[r*gpad+g] = s
+		}
+	}
+	xp := x
+	if w.Bits == 4 {
+		xp = permute16(x)
+	}
+	wstride := in * w.Bits / 8
+	steps := gs / 16
+	tile := min(max((256<<10)/wstride, 8), 1024)
+	data := w.W.Data
+	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
+		rowsMax := min(tile, hi-lo)
+		sb := make([]float32, 2*rowsMax*gpad)
+		s, bias := sb[:rowsMax*gpad], sb[rowsMax*gpad:]
+		for t0 := lo; t0 < hi; t0 += rowsMax {
+			rows := min(rowsMax, hi-t0)
+			convertRows(s, w.Scales, t0, rows, groups, gpad, true)
+			convertRows(bias, w.Biases, t0, rows, groups, gpad, true)
+			wp := bytePtr(data[t0*wstride:])
+			r := 0
+			for ; r+4 <= n; r += 4 {
+				qmat4SIMD(w.Bits, wp, &s[0], &bias[0], &xp[r*in], &xs[r*gpad], &dst[r*out+t0],
+					rows, groups, gpad, steps, wstride, out*4, in*4, gpad*4)
+			}
+			for ; r < n; r++ {
+				qmatSIMD(w.Bits, wp, &s[0], &bias[0], &xp[r*in], &xs[r*gpad], &dst[r*out+t0],
+					rows, groups, gpad, steps, wstride)
+			}
+		}
+	})
+}
+
+// matmulDenseSIMD converts tiles of weight rows to float32 (F32 weights
+// are used in place) and runs four x rows per pass over each tile.
+func (b *Backend) matmulDenseSIMD(dst, x []float32, n int, w *tensor.Matrix) {
+	in, out := w.In, w.Out
+	dt := w.W.DType
+	tile := min(max((128<<10)/(in*4), 1), 256)
+	b.pool.splitParts(out, 4, 4*b.threads, func(lo, hi int) {
+		rowsMax := min(tile, hi-lo)
+		var buf []float32
+		if dt != tensor.F32 {
+			buf = make([]float32, rowsMax*in)
+		}
+		var res [4]float32
+		for t0 := lo; t0 < hi; t0 += rowsMax {
+			rows := min(rowsMax, hi-t0)
+			var wt []float32
+			switch dt {
+			case tensor.F32:
+				wt = w.W.F32()[t0*in : (t0+rows)*in]
+			case tensor.BF16, tensor.F16:
+				wt = buf[:rows*in]
+				cvtSIMD(wt, w.W.U16()[t0*in:(t0+rows)*in], dt == tensor.F16)
+			default:
+				wt = buf[:rows*in]
+				size := dt.Size()
+				_ = tensor.DecodeF32(wt, dt, w.W.Data[t0*in*size:(t0+rows)*in*size])
+			}
+			r := 0
+			for ; r+4 <= n; r += 4 {
+				xr := x[r*in : (r+4)*in]
+				for o := 0; o < rows; o++ {
+					dot4SIMD(&res, wt[o*in:(o+1)*in], xr, in)
+					for k := 0; k < 4; k++ {
+						dst[(r+k)*out+t0+o] = res[k]
+					}
+				}
+			}
+			for ; r < n; r++ {
+				xr := x[r*in : (r+1)*in]
+				for o := 0; o < rows; o++ {
+					dst[r*out+t0+o] = dotSIMD(wt[o*in:(o+1)*in], xr)
+				}
+			}
+		}
+	})
 }

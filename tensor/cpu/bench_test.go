@@ -1,0 +1,131 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"mlxchat/tensor"
+)
+
+// randomQuantMatrix builds a quantized matrix with random codes and small
+// random scales without materializing float weights (the 262400-row head
+// would need 2 GiB as float32).
+func randomQuantMatrix(out, in, bits, gs int, seed uint64) *tensor.Matrix {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	w := tensor.New(tensor.U32, out, in*bits/32)
+	for i, words := 0, w.U32(); i < len(words); i++ {
+		words[i] = rng.Uint32()
+	}
+	groups := in / gs
+	sc := make([]float32, out*groups)
+	bi := make([]float32, out*groups)
+	for i := range sc {
+		sc[i] = float32(rng.Float64()*0.01 + 0.001)
+		bi[i] = float32(-rng.Float64() * 0.05)
+	}
+	s := tensor.New(tensor.BF16, out, groups)
+	b := tensor.New(tensor.BF16, out, groups)
+	_ = tensor.EncodeF32(s.Data, tensor.BF16, sc)
+	_ = tensor.EncodeF32(b.Data, tensor.BF16, bi)
+	return &tensor.Matrix{Out: out, In: in, W: w, Scales: s, Biases: b, Bits: bits, GroupSize: gs}
+}
+
+func threadCases() []int {
+	if n := runtime.NumCPU(); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}
+
+// BenchmarkReadBandwidth reads a 1 GiB buffer (256 MiB with -short) per
+// iteration and reports GB/s: the roofline denominator.
+func BenchmarkReadBandwidth(b *testing.B) {
+	size := 1 << 30
+	if testing.Short() {
+		size = 256 << 20
+	}
+	buf := make([]byte, size)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	for _, th := range threadCases() {
+		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			secs := 0.0
+			for b.Loop() {
+				secs += readParallel(buf, th)
+			}
+			b.ReportMetric(float64(size)*float64(b.N)/secs/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkQuantMatVec is the decode-time product at Gemma 3n E2B shapes
+// (4-bit, group 64): GB/s of weight bytes (packed codes + scales + biases)
+// and the fraction of the measured read bandwidth for the same thread count.
+func BenchmarkQuantMatVec(b *testing.B) {
+	shapes := []struct {
+		name    string
+		in, out int
+	}{
+		{"2048x8192", 2048, 8192},
+		{"8192x2048", 8192, 2048},
+		{"2048x262400", 2048, 262400},
+	}
+	for _, bits := range []int{4, 8} {
+		for _, sh := range shapes {
+			if testing.Short() && sh.out > 100000 {
+				continue
+			}
+			w := randomQuantMatrix(sh.out, sh.in, bits, 64, 7)
+			x := tensor.New(tensor.F32, 1, sh.in)
+			for i, v := range x.F32() {
+				_ = v
+				x.F32()[i] = float32(i%7) - 3
+			}
+			dst := tensor.New(tensor.F32, 1, sh.out)
+			for _, th := range threadCases() {
+				bw := MeasureReadBandwidth(256<<20, th)
+				b.Run(fmt.Sprintf("q%d/%s/threads=%d", bits, sh.name, th), func(b *testing.B) {
+					be := New(th)
+					defer be.Close()
+					b.SetBytes(int64(w.Bytes()))
+					for b.Loop() {
+						if err := be.MatMul(dst, x, w); err != nil {
+							b.Fatal(err)
+						}
+					}
+					gbs := float64(w.Bytes()) * float64(b.N) / b.Elapsed().Seconds() / 1e9
+					b.ReportMetric(gbs, "GB/s")
+					b.ReportMetric(gbs/bw, "roofline")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkQuantMatMul is the prefill-time product (64 rows of x) on the
+// 2048->8192 4-bit matrix, reported as GFLOP/s (2 flops per weight per row).
+func BenchmarkQuantMatMul(b *testing.B) {
+	const n, in, out = 64, 2048, 8192
+	w := randomQuantMatrix(out, in, 4, 64, 9)
+	x := tensor.New(tensor.F32, n, in)
+	for i := range x.F32() {
+		x.F32()[i] = float32(i%11) - 5
+	}
+	dst := tensor.New(tensor.F32, n, out)
+	for _, th := range threadCases() {
+		b.Run(fmt.Sprintf("n=%d/threads=%d", n, th), func(b *testing.B) {
+			be := New(th)
+			defer be.Close()
+			for b.Loop() {
+				if err := be.MatMul(dst, x, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*float64(n*in*out)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

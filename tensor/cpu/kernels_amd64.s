@@ -1,0 +1,489 @@
+#include "textflag.h"
+
+// AVX2/FMA kernels for the CPU backend. Quantized kernels work on packed
+// MLX affine weights and accumulate Σ_g s_g·(Σ q·x) + Σ_g b_g·(Σ x) with
+// float32 scales and biases converted beforehand (rows padded to gpad, a
+// multiple of 8, with zeros). For 4 bits, x is pre-permuted per block of 16
+// elements as [8 even][8 odd] so low and high nibbles of 8 bytes line up
+// with two vectors of x. A "step" consumes 16 elements of a row and 64
+// bytes of x; a group has steps = groupSize/16 of them (2, 4 or 8).
+
+DATA nibmask<>+0(SB)/4, $0x0000000f
+GLOBL nibmask<>(SB), RODATA|NOPTR, $4
+
+#define HSUM(y, x, xt) VEXTRACTF128 $1, y, xt; VADDPS xt, x, x; VHADDPS x, x, x; VHADDPS x, x, x
+
+// 4-bit decode of 8 bytes at wo(AX): lo nibbles -> wa, hi nibbles -> wb.
+#define DEC4(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPSRLD $4, wa, wb; VPAND Y15, wa, wa; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
+
+// 8-bit decode of 16 bytes at wo(AX): bytes 0-7 -> wa, bytes 8-15 -> wb.
+#define DEC8(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPMOVZXBD wo+8(AX), wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
+
+// One x row: acc += w·x at xo(BX).
+#define FMA1(xo, wa, wb, acca, accb) VFMADD231PS xo(BX), wa, acca; VFMADD231PS xo+32(BX), wb, accb
+
+// Four x rows at (BX), (BX)(R14*1), (DX), (DX)(R14*1); Y0..Y7 accumulate.
+#define FMA4(wa, wb) \
+	VFMADD231PS (BX), wa, Y0; \
+	VFMADD231PS 32(BX), wb, Y1; \
+	VFMADD231PS (BX)(R14*1), wa, Y2; \
+	VFMADD231PS 32(BX)(R14*1), wb, Y3; \
+	VFMADD231PS (DX), wa, Y4; \
+	VFMADD231PS 32(DX), wb, Y5; \
+	VFMADD231PS (DX)(R14*1), wa, Y6; \
+	VFMADD231PS 32(DX)(R14*1), wb, Y7
+
+// Tail of the 4-row kernels, in three parts around the bias loop label:
+// add Σ_g b_g·xs[r][g] to Y8..Y11, reduce, store the four results and
+// advance to the next output row.
+#define BIAS4SETUP \
+	MOVQ R8, AX; \
+	MOVQ xs+32(FP), BX; \
+	MOVQ xsstride+104(FP), R14; \
+	LEAQ (BX)(R14*2), DX; \
+	MOVQ gpad+64(FP), R13; \
+	SHRQ $3, R13
+
+#define BIAS4BODY \
+	VMOVUPS (AX), Y14; \
+	VFMADD231PS (BX), Y14, Y8; \
+	VFMADD231PS (BX)(R14*1), Y14, Y9; \
+	VFMADD231PS (DX), Y14, Y10; \
+	VFMADD231PS (DX)(R14*1), Y14, Y11; \
+	ADDQ $32, AX; \
+	ADDQ $32, BX; \
+	ADDQ $32, DX; \
+	DECQ R13
+
+#define STORE4 \
+	VHADDPS Y9, Y8, Y8; \
+	VHADDPS Y11, Y10, Y10; \
+	VHADDPS Y10, Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X9; \
+	VADDPS X9, X8, X8; \
+	MOVQ dstride+88(FP), R14; \
+	VMOVSS X8, (R12); \
+	VEXTRACTPS $1, X8, (R12)(R14*1); \
+	LEAQ (R12)(R14*2), AX; \
+	VEXTRACTPS $2, X8, (AX); \
+	VEXTRACTPS $3, X8, (AX)(R14*1); \
+	ADDQ $4, R12; \
+	ADDQ wstride+80(FP), DI; \
+	MOVQ gpad+64(FP), R13; \
+	LEAQ (SI)(R13*4), SI; \
+	LEAQ (R8)(R13*4), R8
+
+#define SCALE4 \
+	VBROADCASTSS (SI)(CX*4), Y14; \
+	VADDPS Y1, Y0, Y0; \
+	VFMADD231PS Y14, Y0, Y8; \
+	VADDPS Y3, Y2, Y2; \
+	VFMADD231PS Y14, Y2, Y9; \
+	VADDPS Y5, Y4, Y4; \
+	VFMADD231PS Y14, Y4, Y10; \
+	VADDPS Y7, Y6, Y6; \
+	VFMADD231PS Y14, Y6, Y11
+
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+#define START4 \
+	MOVQ DI, AX; \
+	MOVQ x+24(FP), BX; \
+	MOVQ xstride+96(FP), R14; \
+	LEAQ (BX)(R14*2), DX; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11; \
+	XORQ CX, CX
+
+// func q4x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q4x1(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ xs+32(FP), R9
+	MOVQ dst+40(FP), R12
+	MOVQ groups+56(FP), R10
+	MOVQ steps+72(FP), R11
+	VPBROADCASTD nibmask<>(SB), Y15
+
+row:
+	MOVQ DI, AX
+	MOVQ x+24(FP), BX
+	VXORPS Y0, Y0, Y0
+	XORQ CX, CX
+
+group:
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	MOVQ R11, R13
+
+step:
+	DEC4(0, Y8, Y9)
+	DEC4(8, Y10, Y11)
+	FMA1(0, Y8, Y9, Y1, Y2)
+	FMA1(64, Y10, Y11, Y3, Y4)
+	ADDQ $16, AX
+	ADDQ $128, BX
+	SUBQ $2, R13
+	JNZ  step
+
+	VADDPS       Y2, Y1, Y1
+	VADDPS       Y4, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VBROADCASTSS (SI)(CX*4), Y5
+	VFMADD231PS  Y5, Y1, Y0
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          group
+
+	XORQ CX, CX
+	MOVQ gpad+64(FP), R13
+
+bias:
+	VMOVUPS     (R8)(CX*4), Y5
+	VFMADD231PS (R9)(CX*4), Y5, Y0
+	ADDQ        $8, CX
+	CMPQ        CX, R13
+	JLT         bias
+
+	HSUM(Y0, X0, X1)
+	VMOVSS X0, (R12)
+	ADDQ   $4, R12
+	ADDQ   wstride+80(FP), DI
+	LEAQ   (SI)(R13*4), SI
+	LEAQ   (R8)(R13*4), R8
+	DECQ   rows+48(FP)
+	JNZ    row
+	VZEROUPPER
+	RET
+
+// func q8x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q8x1(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ xs+32(FP), R9
+	MOVQ dst+40(FP), R12
+	MOVQ groups+56(FP), R10
+	MOVQ steps+72(FP), R11
+
+row:
+	MOVQ DI, AX
+	MOVQ x+24(FP), BX
+	VXORPS Y0, Y0, Y0
+	XORQ CX, CX
+
+group:
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	MOVQ R11, R13
+
+step:
+	DEC8(0, Y8, Y9)
+	DEC8(16, Y10, Y11)
+	FMA1(0, Y8, Y9, Y1, Y2)
+	FMA1(64, Y10, Y11, Y3, Y4)
+	ADDQ $32, AX
+	ADDQ $128, BX
+	SUBQ $2, R13
+	JNZ  step
+
+	VADDPS       Y2, Y1, Y1
+	VADDPS       Y4, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VBROADCASTSS (SI)(CX*4), Y5
+	VFMADD231PS  Y5, Y1, Y0
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          group
+
+	XORQ CX, CX
+	MOVQ gpad+64(FP), R13
+
+bias:
+	VMOVUPS     (R8)(CX*4), Y5
+	VFMADD231PS (R9)(CX*4), Y5, Y0
+	ADDQ        $8, CX
+	CMPQ        CX, R13
+	JLT         bias
+
+	HSUM(Y0, X0, X1)
+	VMOVSS X0, (R12)
+	ADDQ   $4, R12
+	ADDQ   wstride+80(FP), DI
+	LEAQ   (SI)(R13*4), SI
+	LEAQ   (R8)(R13*4), R8
+	DECQ   rows+48(FP)
+	JNZ    row
+	VZEROUPPER
+	RET
+
+// func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
+TEXT ·q4x4(SB), NOSPLIT, $0-112
+	MOVQ w+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ dst+40(FP), R12
+	MOVQ groups+56(FP), R10
+	MOVQ steps+72(FP), R11
+	VPBROADCASTD nibmask<>(SB), Y15
+
+row:
+	START4
+
+group:
+	ZERO8
+	MOVQ R11, R13
+
+step:
+	DEC4(0, Y12, Y13)
+	FMA4(Y12, Y13)
+	ADDQ $8, AX
+	ADDQ $64, BX
+	ADDQ $64, DX
+	DECQ R13
+	JNZ  step
+
+	SCALE4
+	INCQ CX
+	CMPQ CX, R10
+	JLT  group
+
+	BIAS4SETUP
+
+bias:
+	BIAS4BODY
+	JNZ bias
+
+	STORE4
+	DECQ rows+48(FP)
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// func q8x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
+TEXT ·q8x4(SB), NOSPLIT, $0-112
+	MOVQ w+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ dst+40(FP), R12
+	MOVQ groups+56(FP), R10
+	MOVQ steps+72(FP), R11
+
+row:
+	START4
+
+group:
+	ZERO8
+	MOVQ R11, R13
+
+step:
+	DEC8(0, Y12, Y13)
+	FMA4(Y12, Y13)
+	ADDQ $16, AX
+	ADDQ $64, BX
+	ADDQ $64, DX
+	DECQ R13
+	JNZ  step
+
+	SCALE4
+	INCQ CX
+	CMPQ CX, R10
+	JLT  group
+
+	BIAS4SETUP
+
+bias:
+	BIAS4BODY
+	JNZ bias
+
+	STORE4
+	DECQ rows+48(FP)
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// func dotAVX(a, b *float32, n int) float32   (n a multiple of 32)
+TEXT ·dotAVX(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SHRQ   $5, CX
+	JZ     done
+
+loop:
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM(Y0, X0, X1)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotx4AVX(w, x *float32, xstride, n int, out *float32)   (n a multiple of 16)
+// out[r] = Σ_i w[i]·x[r*xstride/4 + i] for r < 4.
+TEXT ·dotx4AVX(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), AX
+	MOVQ x+8(FP), BX
+	MOVQ xstride+16(FP), R14
+	MOVQ n+24(FP), CX
+	LEAQ (BX)(R14*2), DX
+	ZERO8
+	SHRQ $4, CX
+	JZ   done
+
+loop:
+	VMOVUPS (AX), Y12
+	VMOVUPS 32(AX), Y13
+	FMA4(Y12, Y13)
+	ADDQ    $64, AX
+	ADDQ    $64, BX
+	ADDQ    $64, DX
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	MOVQ         out+32(FP), AX
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func axpyAVX(dst, src *float32, a float32, n int)   (n a multiple of 8)
+// dst[i] += a·src[i].
+TEXT ·axpyAVX(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS     (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS     Y1, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func cvtBF16AVX(dst *float32, src *uint16, n int)   (n a multiple of 8)
+TEXT ·cvtBF16AVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func cvtF16AVX(dst *float32, src *uint16, n int)   (n a multiple of 8)
+TEXT ·cvtF16AVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VCVTPH2PS (SI), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func readAVX(p *byte, n int) uint64   (n a multiple of 128)
+// XOR-folds n bytes so the loads cannot be optimised away: a read
+// bandwidth probe.
+TEXT ·readAVX(SB), NOSPLIT, $0-24
+	MOVQ   p+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VPXOR  Y0, Y0, Y0
+	VPXOR  Y1, Y1, Y1
+	VPXOR  Y2, Y2, Y2
+	VPXOR  Y3, Y3, Y3
+	SHRQ   $7, CX
+	JZ     done
+
+loop:
+	VPXOR (SI), Y0, Y0
+	VPXOR 32(SI), Y1, Y1
+	VPXOR 64(SI), Y2, Y2
+	VPXOR 96(SI), Y3, Y3
+	ADDQ  $128, SI
+	DECQ  CX
+	JNZ   loop
+
+done:
+	VPXOR        Y1, Y0, Y0
+	VPXOR        Y3, Y2, Y2
+	VPXOR        Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR        X1, X0, X0
+	VPEXTRQ      $1, X0, AX
+	VMOVQ        X0, BX
+	XORQ         BX, AX
+	MOVQ         AX, ret+16(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,141 @@
+//go:build amd64
+
+package cpu
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// haveSIMD reports whether the AVX2/FMA/F16C kernels can run here.
+func haveSIMD() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C }
+
+// Quantized kernels: see kernels_amd64.s. rows output rows starting at w
+// (wstride bytes apart), scales s and biases b as float32 rows of gpad,
+// x (permuted for 4 bits) and its group sums xs; results go to dst[0],
+// dst[1], ... (one float per output row). The x4 forms take four x rows
+// xstride bytes apart (group sums xsstride apart) and write four dst rows
+// dstride bytes apart.
+
+//go:noescape
+func q4x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q8x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
+
+//go:noescape
+func q8x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
+
+//go:noescape
+func dotAVX(a, b *float32, n int) float32
+
+//go:noescape
+func dotx4AVX(w, x *float32, xstride, n int, out *float32)
+
+//go:noescape
+func axpyAVX(dst, src *float32, a float32, n int)
+
+//go:noescape
+func cvtBF16AVX(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtF16AVX(dst *float32, src *uint16, n int)
+
+func qmatSIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int) {
+	if bits == 4 {
+		q4x1(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	} else {
+		q8x1(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	}
+}
+
+func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int) {
+	if bits == 4 {
+		q4x4(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride)
+	} else {
+		q8x4(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride)
+	}
+}
+
+// dotSIMD is dotF32 with the bulk done by dotAVX.
+func dotSIMD(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	m := n &^ 31
+	var s float32
+	if m > 0 {
+		s = dotAVX(&a[0], &b[0], m)
+	}
+	for i := m; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// dot4SIMD computes out[r] = w·x[r*stride:][:len(w)] for r < 4.
+func dot4SIMD(out *[4]float32, w, x []float32, stride int) {
+	n := len(w)
+	_ = x[3*stride+n-1]
+	m := n &^ 15
+	if m > 0 {
+		dotx4AVX(&w[0], &x[0], stride*4, m, &out[0])
+	} else {
+		*out = [4]float32{}
+	}
+	for i := m; i < n; i++ {
+		for r := 0; r < 4; r++ {
+			out[r] += w[i] * x[r*stride+i]
+		}
+	}
+}
+
+// axpySIMD computes dst += a·src.
+func axpySIMD(dst, src []float32, a float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		axpyAVX(&dst[0], &src[0], a, m)
+	}
+	for i := m; i < n; i++ {
+		dst[i] += a * src[i]
+	}
+}
+
+// cvtSIMD converts len(dst) BF16 or F16 values to float32.
+func cvtSIMD(dst []float32, src []uint16, f16 bool) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		if f16 {
+			cvtF16AVX(&dst[0], &src[0], m)
+		} else {
+			cvtBF16AVX(&dst[0], &src[0], m)
+		}
+	}
+	for i := m; i < n; i++ {
+		dst[i] = cvt16(src[i], f16)
+	}
+}
+
+func bytePtr(b []byte) *byte { return (*byte)(unsafe.Pointer(unsafe.SliceData(b))) }
+
+//go:noescape
+func readAVX(p *byte, n int) uint64
+
+// readBytes XOR-folds b 8 bytes at a time (the tail is ignored).
+func readBytes(b []byte) uint64 {
+	m := len(b) &^ 127
+	if m == 0 {
+		return 0
+	}
+	if haveSIMD() {
+		return readAVX(&b[0], m)
+	}
+	return readPortable(b[:m])
+}

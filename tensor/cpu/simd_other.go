@@ -1,0 +1,33 @@
+//go:build !amd64
+
+package cpu
+
+func haveSIMD() bool { return false }
+
+func qmatSIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int) {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
+
+func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int) {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
+
+func dotSIMD(a, b []float32) float32 { return dotF32(a, b) }
+
+func dot4SIMD(out *[4]float32, w, x []float32, stride int) {
+	for r := 0; r < 4; r++ {
+		out[r] = dotF32(w, x[r*stride:r*stride+len(w)])
+	}
+}
+
+func axpySIMD(dst, src []float32, a float32) { axpyF32(dst, src, a) }
+
+func cvtSIMD(dst []float32, src []uint16, f16 bool) {
+	for i := range dst {
+		dst[i] = cvt16(src[i], f16)
+	}
+}
+
+func bytePtr(b []byte) *byte { return &b[0] }
+
+func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
