@@ -245,7 +245,9 @@ func TestOpenErrors(t *testing.T) {
 		{"override bits 2", setConfig(func(m map[string]any) {
 			m["quantization"] = map[string]any{"group_size": 64, "bits": 4, vlm + "embed_tokens": map[string]any{"bits": 2}}
 		}), "quantization " + vlm + "embed_tokens bits 2 not supported"},
-		{"mode", setConfig(func(m map[string]any) { m["quantization"] = map[string]any{"group_size": 32, "bits": 4, "mode": "mxfp4"} }),
+		{"mode", setConfig(func(m map[string]any) {
+			m["quantization"] = map[string]any{"group_size": 32, "bits": 4, "mode": "mxfp4"}
+		}),
 			`quantization mode "mxfp4" not supported (want affine)`},
 		{"bits string", setConfig(func(m map[string]any) { m["quantization"] = map[string]any{"bits": "4"} }),
 			`config.json: quantization.bits: want an integer, got string "4"`},
