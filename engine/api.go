@@ -228,6 +228,7 @@ type ModelLoading struct {
 // ModelInfo describes the loaded model for the status line and /stats.
 type ModelInfo struct {
 	Name          string // what the user asked for (name or directory)
+	Dir           string // the resolved model directory
 	ModelType     string // config.json model_type
 	Backend       string // "cpu", "vulkan", "metal"
 	VocabSize     int

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// BenchResult is one prompt length's measurement.
+type BenchResult struct {
+	PromptTokens     int
+	PrefillTime      time.Duration
+	PrefillTokPerSec float64
+	DecodeTokens     int
+	DecodeTime       time.Duration
+	DecodeTokPerSec  float64
+	KVBytes          int64 // cache bytes at the end
+}
+
+// Bench measures prefill of promptLen synthetic tokens in chunks of
+// s.PrefillChunk (under s.MaxKV), then decodes decode tokens greedily with
+// stop tokens ignored, on a fresh cache of the bundle's model. The prompt
+// ids are deterministic and spread over the vocabulary. It must not run
+// while an Engine uses the same bundle.
+func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (BenchResult, error) {
+	var r BenchResult
+	if promptLen <= 0 || decode < 0 {
+		return r, fmt.Errorf("bench: prompt length %d and decode count %d: want positive numbers", promptLen, decode)
+	}
+	if err := s.Validate(); err != nil {
+		return r, err
+	}
+	s = s.Normalize()
+	m, err := b.newLM()
+	if err != nil {
+		return r, err
+	}
+	if _, err := m.configure(s.MaxKV, s.SinkTokens); err != nil {
+		return r, err
+	}
+	err = safely(func() error {
+		vocab := m.vocabSize()
+		ids := make([]int32, promptLen)
+		for i := range ids {
+			ids[i] = int32((i*7919 + 11) % vocab)
+		}
+		chunk := s.PrefillChunk
+		if mc := m.maxChunk(); chunk > mc {
+			chunk = mc
+		}
+		var logits []float32
+		t0 := time.Now()
+		for at := 0; at < len(ids); at += chunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			part := ids[at:min(len(ids), at+chunk)]
+			if _, err := m.begin(len(part)); err != nil {
+				return fmt.Errorf("bench prefill at token %d: %w", at, err)
+			}
+			if logits, err = m.forward(part); err != nil {
+				return fmt.Errorf("bench prefill at token %d: %w", at, err)
+			}
+		}
+		r.PromptTokens = promptLen
+		r.PrefillTime = time.Since(t0)
+		r.PrefillTokPerSec = rate(promptLen, r.PrefillTime)
+		t0 = time.Now()
+		for i := 0; i < decode; i++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			tok := int32(argmaxF32(logits))
+			if _, err := m.begin(1); err != nil {
+				return fmt.Errorf("bench decode step %d: %w", i+1, err)
+			}
+			if logits, err = m.forward([]int32{tok}); err != nil {
+				return fmt.Errorf("bench decode step %d: %w", i+1, err)
+			}
+			r.DecodeTokens++
+		}
+		r.DecodeTime = time.Since(t0)
+		r.DecodeTokPerSec = rate(r.DecodeTokens, r.DecodeTime)
+		_, r.KVBytes = m.state()
+		return nil
+	})
+	return r, err
+}
+
+func argmaxF32(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}

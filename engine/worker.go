@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"fmt"
+)
+
+// trimInfo is what one cache Begin dropped (zero Dropped = no trim).
+type trimInfo struct {
+	Dropped, LiveBefore, LiveAfter int
+	Kind                           string
+}
+
+// lm is the model-plus-cache the worker drives. modelLM (model.go) adapts a
+// models.Model and its kvcache.Cache to it.
+type lm interface {
+	// vocabSize is the number of logits per token.
+	vocabSize() int
+	// configure sets MaxKV and the sink length for the next chunks. A
+	// lower MaxKV trims at the next begin. It reports whether it had to
+	// empty the cache (a changed sink needs a new cache).
+	configure(maxKV, sink int) (emptied bool, err error)
+	// reset empties the cache (offset back to 0).
+	reset() error
+	// maxChunk is the longest chunk begin accepts under MaxKV next to the
+	// sink (math.MaxInt when unlimited).
+	maxChunk() int
+	// begin starts a chunk of n tokens, trimming so it fits under MaxKV.
+	begin(n int) (trimInfo, error)
+	// forward runs the begun chunk and returns the logits of its last
+	// token (vocabSize values, owned by the caller).
+	forward(ids []int32) ([]float32, error)
+	// state is the live-window meter and the cache's bytes.
+	state() (CacheState, int64)
+}
+
+// worker is the engine goroutine's private state: the model, its cache and
+// the token ids whose keys and values the cache holds.
+type worker struct {
+	lm       lm
+	tok      Tokenizer
+	tmpl     Template
+	stops    map[int32]bool
+	info     ModelInfo
+	settings Settings // current settings (normalized)
+
+	// cached is every token id appended to the cache since it was last
+	// emptied, in order (trimmed ones included).
+	cached []int32
+}
+
+func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelInfo, opts Options) (*worker, error) {
+	if tok == nil || tmpl == nil {
+		return nil, fmt.Errorf("engine needs a tokenizer and a chat template")
+	}
+	s := opts.Settings.Normalize()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	w := &worker{lm: m, tok: tok, tmpl: tmpl, stops: map[int32]bool{}, info: info, settings: s}
+	for _, id := range append(append([]int32(nil), stops...), opts.StopTokens...) {
+		w.stops[id] = true
+	}
+	if _, err := m.configure(s.MaxKV, s.SinkTokens); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// cacheState is the current meter as an event.
+func (w *worker) cacheState() CacheState {
+	cs, _ := w.lm.state()
+	return cs
+}
+
+// updateSettings validates and installs new current settings; a different
+// MaxKV is applied to the cache now (a lower one trims at the next begin).
+func (w *worker) updateSettings(s Settings) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	s = s.Normalize()
+	if emptied, err := w.lm.configure(s.MaxKV, s.SinkTokens); err != nil {
+		w.resetAfterFault()
+		return err
+	} else if emptied {
+		w.cached = nil
+	}
+	w.settings = s
+	return nil
+}
+
+// reset empties the cache and the token history.
+func (w *worker) reset() error {
+	w.cached = nil
+	return w.lm.reset()
+}
+
+// resetAfterFault empties the cache after a failure that may have left it
+// half-updated; it reports whether that worked.
+func (w *worker) resetAfterFault() bool {
+	w.cached = nil
+	return safely(w.lm.reset) == nil
+}
