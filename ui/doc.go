@@ -4,5 +4,83 @@
 // never touches tensors.
 //
 // It may import engine, themes and the charm libraries; not models, kvcache,
-// tensor or metal.
+// tensor or metal. (Its tmux test builds the main package and uses
+// models/synth from a _test file only, to make a tiny model.)
+//
+// # Contract with main
+//
+// main builds and starts the engine, then calls Run and closes the engine
+// after Run returns:
+//
+//	eng := engine.NewLoading(loader, engine.Options{Settings: st, ...})
+//	eng.Start(ctx)
+//	defer eng.Close()
+//	err := ui.Run(ctx, ui.Options{
+//		Engine:      eng,           // required; anything with Submit and Events
+//		ModelName:   arg,           // what the user typed (name or directory)
+//		ModelDir:    dir,           // resolved directory, for /model ("" if unknown yet)
+//		Settings:    st,            // the settings the engine started with
+//		CountTokens: count,         // optional: tokenizer count for paste labels
+//		Theme:       *themeFlag,    // --theme ("" = config file, then "dark")
+//		ConfigPath:  *configFlag,   // --config ("" = $XDG_CONFIG_HOME/mlxchat/config.json)
+//		StateDir:    "",            // "" = $XDG_STATE_HOME/mlxchat
+//	})
+//
+// While a NewLoading engine loads, Run shows a progress view fed by
+// ModelLoading events; the chat opens at Ready. A load Error (request id 0
+// before Ready) ends Run with that error; so does the event channel closing.
+// A quit by the user (Ctrl+C twice, /quit) returns nil; ctx ending returns
+// ctx.Err(). NO_COLOR (or Options.NoColor) drops all colours.
+//
+// # Screen
+//
+// From the top: the conversation (user turns, model answers rendered as
+// markdown with glamour, command output), a rule, the input editor, a notice
+// line (errors, confirmations, completions or key hints) and the status line:
+//
+//	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
+//
+// The bar is live/max KV keys in eighths of a cell; "∞" when /kv off. A Trim
+// event flashes the bar and shows "✂ N" for a moment. During prefill the
+// second segment is "prefill 3/6 chunks · 412 tok/s".
+//
+// Streaming: engine events are read in batches; tokens only append to the
+// answer, and a 30 fps tick re-renders the answer, reusing the rendering of
+// finished markdown blocks (up to the last blank line outside a code fence)
+// and rendering only the unfinished tail.
+//
+// # Keys
+//
+// Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
+// or last line walk the input history; Tab completes /commands (and theme
+// names, "off" for /kv); Esc stops the answer (the partial answer is kept;
+// if nothing was generated yet the message goes back into the editor);
+// PgUp/PgDn and the mouse wheel scroll; Ctrl+C twice within 2 s quits
+// (the first one also stops a running answer).
+//
+// A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
+// shown in the editor as one block "[pasted: 2,631 tokens, 11 KB]" (the count
+// is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E
+// expands the blocks into editable text.
+//
+// # Commands
+//
+// /kv N|off, /chunk N, /temp X, /topp X, /topk N, /minp X, /seed N, /max N,
+// /system TEXT, /clear, /stats, /theme NAME, /save [FILE], /load FILE,
+// /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
+// one error line naming the command and what was expected, the command stays
+// in the editor and nothing else changes. Settings commands are checked with
+// engine.Settings.Validate and sent as UpdateSettings; if the engine refuses
+// one, the previous value comes back.
+//
+// # Files
+//
+// Config (see Config): JSON at $XDG_CONFIG_HOME/mlxchat/config.json or
+// --config. Conversations are autosaved (atomically: temp file + rename) to
+// $XDG_STATE_HOME/mlxchat/conversations/<start time>.json after every user
+// message, every answer, every paste into the editor, every few seconds
+// while the draft changes, and on every exit path (quit, signal, ctx end, a
+// recovered panic), draft and collapsed pastes included. /save FILE and
+// /load FILE use that folder for bare names. The input history is
+// $XDG_STATE_HOME/mlxchat/history.json.
 package ui

@@ -1,0 +1,290 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// CommandName identifies a slash command.
+type CommandName string
+
+// The slash commands the chat understands.
+const (
+	CmdKV     CommandName = "kv"
+	CmdChunk  CommandName = "chunk"
+	CmdTemp   CommandName = "temp"
+	CmdTopP   CommandName = "topp"
+	CmdTopK   CommandName = "topk"
+	CmdMinP   CommandName = "minp"
+	CmdSeed   CommandName = "seed"
+	CmdMax    CommandName = "max"
+	CmdSystem CommandName = "system"
+	CmdClear  CommandName = "clear"
+	CmdStats  CommandName = "stats"
+	CmdTheme  CommandName = "theme"
+	CmdSave   CommandName = "save"
+	CmdLoad   CommandName = "load"
+	CmdModel  CommandName = "model"
+	CmdHelp   CommandName = "help"
+	CmdQuit   CommandName = "quit"
+)
+
+// Command is one parsed slash command. Only the field that belongs to the
+// command is set: Int for kv/chunk/topk/seed/max, Float for temp/topp/minp,
+// Text for system/theme/save/load/help, Off for "/kv off".
+type Command struct {
+	Name  CommandName
+	Int   int64
+	Float float64
+	Text  string
+	Off   bool
+}
+
+// commandSpec documents one command for /help and completion.
+type commandSpec struct {
+	name  CommandName
+	args  string // argument synopsis, "" when none
+	help  string
+	parse func(c *Command, arg string) error
+}
+
+// commandTable lists every command in /help order.
+var commandTable = []commandSpec{
+	{CmdKV, "N|off", "cap the live KV window at N tokens, or remove the cap", parseKV},
+	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
+	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(0, 100, "a temperature >= 0")},
+	{CmdTopP, "X", "nucleus sampling mass, 0 < X <= 1 (1 = off)", floatArgOpenLow(0, 1, "a number in (0, 1]")},
+	{CmdTopK, "N", "sample from the N most likely tokens (0 = off)", intArg(0, math.MaxInt32, "a whole number >= 0")},
+	{CmdMinP, "X", "drop tokens below X times the top probability, 0 <= X < 1", floatArgOpenHigh(0, 1, "a number in [0, 1)")},
+	{CmdSeed, "N", "random seed for sampling", intArg(0, math.MaxInt64, "a whole number >= 0")},
+	{CmdMax, "N", "maximum new tokens per answer", intArg(1, math.MaxInt32, "a positive number of tokens")},
+	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
+	{CmdClear, "", "start a new conversation", noArg},
+	{CmdStats, "", "show cache and speed statistics", noArg},
+	{CmdTheme, "NAME", "switch theme", textArg(true, "a theme name")},
+	{CmdSave, "[FILE]", "save the conversation (default: the autosave file)", textArg(false, "")},
+	{CmdLoad, "FILE", "load a saved conversation", textArg(true, "a file name")},
+	{CmdModel, "", "show the model and its settings", noArg},
+	{CmdHelp, "", "list commands and keys", noArg},
+	{CmdQuit, "", "quit", noArg},
+}
+
+// IsCommand reports whether an input line is a slash command rather than a
+// message. A line starting with "//" is a message that starts with "/".
+func IsCommand(line string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "//")
+}
+
+// ParseCommand parses one slash-command line such as "/kv 64". It is pure:
+// the error is one line that names the command and says what was expected.
+func ParseCommand(line string) (Command, error) {
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, "/") {
+		return Command{}, fmt.Errorf("not a command: %q does not start with /", t)
+	}
+	t = t[1:]
+	name, arg, _ := strings.Cut(t, " ")
+	arg = strings.TrimSpace(arg)
+	name = strings.ToLower(name)
+	if name == "" {
+		return Command{}, fmt.Errorf("/: expected a command name (try /help)")
+	}
+	for _, s := range commandTable {
+		if string(s.name) == name {
+			c := Command{Name: s.name}
+			if err := s.parse(&c, arg); err != nil {
+				return Command{}, fmt.Errorf("/%s: %w", name, err)
+			}
+			return c, nil
+		}
+	}
+	return Command{}, fmt.Errorf("/%s: unknown command (try /help)", name)
+}
+
+func parseKV(c *Command, arg string) error {
+	if strings.EqualFold(arg, "off") {
+		c.Off = true
+		return nil
+	}
+	n, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || n < 1 || n > math.MaxInt32 {
+		return fmt.Errorf("expected a positive number of tokens or \"off\", got %q", arg)
+	}
+	c.Int = n
+	return nil
+}
+
+func intArg(lo, hi int64, want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		c.Int = n
+		return nil
+	}
+}
+
+func parseFloat(arg string) (float64, bool) {
+	x, err := strconv.ParseFloat(arg, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, false
+	}
+	return x, true
+}
+
+// floatArg accepts lo <= x <= hi.
+func floatArg(lo, hi float64, want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		x, ok := parseFloat(arg)
+		if !ok || x < lo || x > hi {
+			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		c.Float = x
+		return nil
+	}
+}
+
+// floatArgOpenLow accepts lo < x <= hi.
+func floatArgOpenLow(lo, hi float64, want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		x, ok := parseFloat(arg)
+		if !ok || x <= lo || x > hi {
+			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		c.Float = x
+		return nil
+	}
+}
+
+// floatArgOpenHigh accepts lo <= x < hi.
+func floatArgOpenHigh(lo, hi float64, want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		x, ok := parseFloat(arg)
+		if !ok || x < lo || x >= hi {
+			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		c.Float = x
+		return nil
+	}
+}
+
+func textArg(required bool, want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		if required && arg == "" {
+			return fmt.Errorf("expected %s", want)
+		}
+		c.Text = arg
+		return nil
+	}
+}
+
+func noArg(c *Command, arg string) error {
+	if arg != "" {
+		return fmt.Errorf("takes no argument, got %q", arg)
+	}
+	return nil
+}
+
+// HelpText returns the /help listing: one line per command, then the keys.
+func HelpText() string {
+	var b strings.Builder
+	b.WriteString("Commands:\n")
+	for _, s := range commandTable {
+		left := "/" + string(s.name)
+		if s.args != "" {
+			left += " " + s.args
+		}
+		fmt.Fprintf(&b, "  %-16s %s\n", left, s.help)
+	}
+	b.WriteString("Keys:\n")
+	for _, k := range [][2]string{
+		{"Enter", "send"},
+		{"Alt+Enter, Ctrl+J", "new line"},
+		{"Up/Down", "input history (on the first/last line)"},
+		{"Tab", "complete a /command"},
+		{"Ctrl+E", "expand collapsed pastes in the input"},
+		{"Esc", "stop the answer (the partial answer is kept)"},
+		{"PgUp/PgDn, wheel", "scroll the conversation"},
+		{"Ctrl+C twice", "quit"},
+	} {
+		fmt.Fprintf(&b, "  %-18s %s\n", k[0], k[1])
+	}
+	b.WriteString("Start a message with // to send a line beginning with /.")
+	return b.String()
+}
+
+// Complete completes the slash command being typed in line (the whole input).
+// It returns the completed line and, when several candidates remain, their
+// list for display. themeNames are the candidates for "/theme ".
+func Complete(line string, themeNames []string) (string, []string) {
+	if !strings.HasPrefix(line, "/") || strings.Contains(line, "\n") {
+		return line, nil
+	}
+	name, arg, hasArg := strings.Cut(line[1:], " ")
+	if !hasArg {
+		var cands []string
+		for _, s := range commandTable {
+			if strings.HasPrefix(string(s.name), strings.ToLower(name)) {
+				cands = append(cands, string(s.name))
+			}
+		}
+		switch len(cands) {
+		case 0:
+			return line, nil
+		case 1:
+			return "/" + cands[0] + " ", nil
+		}
+		return "/" + commonPrefix(cands), prefixAll("/", cands)
+	}
+	var pool []string
+	switch CommandName(strings.ToLower(name)) {
+	case CmdTheme:
+		pool = themeNames
+	case CmdKV:
+		pool = []string{"off"}
+	default:
+		return line, nil
+	}
+	arg = strings.TrimLeft(arg, " ")
+	var cands []string
+	for _, p := range pool {
+		if strings.HasPrefix(p, strings.ToLower(arg)) {
+			cands = append(cands, p)
+		}
+	}
+	sort.Strings(cands)
+	head := "/" + name + " "
+	switch len(cands) {
+	case 0:
+		return line, nil
+	case 1:
+		return head + cands[0], nil
+	}
+	return head + commonPrefix(cands), cands
+}
+
+func prefixAll(p string, s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = p + x
+	}
+	return out
+}
+
+func commonPrefix(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	p := s[0]
+	for _, x := range s[1:] {
+		for !strings.HasPrefix(x, p) {
+			p = p[:len(p)-1]
+		}
+	}
+	return p
+}

@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    Command
+		wantErr string // substring of the error; "" = no error
+	}{
+		{"/kv 64", Command{Name: CmdKV, Int: 64}, ""},
+		{"  /kv   2048 ", Command{Name: CmdKV, Int: 2048}, ""},
+		{"/kv off", Command{Name: CmdKV, Off: true}, ""},
+		{"/KV OFF", Command{Name: CmdKV, Off: true}, ""},
+		{"/kv", Command{}, `/kv: expected a positive number of tokens or "off", got ""`},
+		{"/kv 0", Command{}, "/kv: expected a positive number"},
+		{"/kv -5", Command{}, "/kv: expected"},
+		{"/kv lots", Command{}, `got "lots"`},
+		{"/chunk 256", Command{Name: CmdChunk, Int: 256}, ""},
+		{"/chunk 0", Command{}, "/chunk: expected a positive number of tokens"},
+		{"/temp 0.7", Command{Name: CmdTemp, Float: 0.7}, ""},
+		{"/temp 0", Command{Name: CmdTemp}, ""},
+		{"/temp -1", Command{}, "/temp: expected a temperature >= 0"},
+		{"/temp NaN", Command{}, "/temp: expected"},
+		{"/topp 0.9", Command{Name: CmdTopP, Float: 0.9}, ""},
+		{"/topp 1", Command{Name: CmdTopP, Float: 1}, ""},
+		{"/topp 0", Command{}, "/topp: expected a number in (0, 1]"},
+		{"/topp 1.5", Command{}, "/topp: expected"},
+		{"/topk 40", Command{Name: CmdTopK, Int: 40}, ""},
+		{"/topk 0", Command{Name: CmdTopK}, ""},
+		{"/topk 1.5", Command{}, "/topk: expected a whole number >= 0"},
+		{"/minp 0.05", Command{Name: CmdMinP, Float: 0.05}, ""},
+		{"/minp 1", Command{}, "/minp: expected a number in [0, 1)"},
+		{"/seed 42", Command{Name: CmdSeed, Int: 42}, ""},
+		{"/seed -3", Command{}, "/seed: expected a whole number >= 0"},
+		{"/seed x", Command{}, "/seed: expected a whole number"},
+		{"/max 512", Command{Name: CmdMax, Int: 512}, ""},
+		{"/max 0", Command{}, "/max: expected a positive number"},
+		{"/system You are terse.", Command{Name: CmdSystem, Text: "You are terse."}, ""},
+		{"/system", Command{Name: CmdSystem}, ""},
+		{"/clear", Command{Name: CmdClear}, ""},
+		{"/clear now", Command{}, `/clear: takes no argument, got "now"`},
+		{"/stats", Command{Name: CmdStats}, ""},
+		{"/theme light", Command{Name: CmdTheme, Text: "light"}, ""},
+		{"/theme", Command{}, "/theme: expected a theme name"},
+		{"/save", Command{Name: CmdSave}, ""},
+		{"/save notes.json", Command{Name: CmdSave, Text: "notes.json"}, ""},
+		{"/load", Command{}, "/load: expected a file name"},
+		{"/load a b.json", Command{Name: CmdLoad, Text: "a b.json"}, ""},
+		{"/model", Command{Name: CmdModel}, ""},
+		{"/help", Command{Name: CmdHelp}, ""},
+		{"/quit", Command{Name: CmdQuit}, ""},
+		{"/frobnicate", Command{}, "/frobnicate: unknown command (try /help)"},
+		{"/", Command{}, "/: expected a command name"},
+		{"hello", Command{}, "not a command"},
+	}
+	for _, tc := range tests {
+		got, err := ParseCommand(tc.line)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParseCommand(%q) error = %v, want containing %q", tc.line, err, tc.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("ParseCommand(%q) error is not one line: %q", tc.line, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseCommand(%q) unexpected error %v", tc.line, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseCommand(%q) = %+v, want %+v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestIsCommand(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"/kv 3", true}, {"  /help", true}, {"//not a command", false}, {"hi /kv", false}, {"", false},
+	}
+	for _, tc := range tests {
+		if got := IsCommand(tc.in); got != tc.want {
+			t.Errorf("IsCommand(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestComplete(t *testing.T) {
+	themes := []string{"dark", "high-contrast", "light"}
+	tests := []struct {
+		in        string
+		want      string
+		wantCands []string
+	}{
+		{"/k", "/kv ", nil},
+		{"/he", "/help ", nil},
+		{"/t", "/t", []string{"/temp", "/topp", "/topk", "/theme"}},
+		{"/to", "/top", []string{"/topp", "/topk"}},
+		{"/s", "/s", []string{"/seed", "/system", "/stats", "/save"}},
+		{"/sy", "/system ", nil},
+		{"/zz", "/zz", nil},
+		{"/theme l", "/theme light", nil},
+		{"/theme ", "/theme ", []string{"dark", "high-contrast", "light"}},
+		{"/kv o", "/kv off", nil},
+		{"/temp 0.", "/temp 0.", nil},
+		{"hello", "hello", nil},
+		{"/kv\nmore", "/kv\nmore", nil},
+	}
+	for _, tc := range tests {
+		got, cands := Complete(tc.in, themes)
+		if got != tc.want || !reflect.DeepEqual(cands, tc.wantCands) {
+			t.Errorf("Complete(%q) = %q %v, want %q %v", tc.in, got, cands, tc.want, tc.wantCands)
+		}
+	}
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	h := HelpText()
+	for _, s := range commandTable {
+		if !strings.Contains(h, "/"+string(s.name)) {
+			t.Errorf("/help does not mention /%s", s.name)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"mlxchat/engine"
+	"mlxchat/themes"
+)
+
+// runCommand carries out a parsed slash command. An error is one line that
+// names the command; nothing has changed when it is returned.
+func (m *model) runCommand(c Command) error {
+	name := "/" + string(c.Name)
+	s := m.settings
+	switch c.Name {
+	case CmdKV:
+		if c.Off {
+			s.MaxKV = 0
+			return m.changeSettings(name, s, "kv cap off: the live window is unlimited")
+		} else {
+			s.MaxKV = int(c.Int)
+			return m.changeSettings(name, s, fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV))
+		}
+	case CmdChunk:
+		s.PrefillChunk = int(c.Int)
+		return m.changeSettings(name, s, fmt.Sprintf("prefill chunk %d tokens", s.PrefillChunk))
+	case CmdTemp:
+		s.Temperature = c.Float
+		return m.changeSettings(name, s, fmt.Sprintf("temperature %g", c.Float))
+	case CmdTopP:
+		s.TopP = c.Float
+		return m.changeSettings(name, s, fmt.Sprintf("top-p %g", c.Float))
+	case CmdTopK:
+		s.TopK = int(c.Int)
+		return m.changeSettings(name, s, fmt.Sprintf("top-k %d", s.TopK))
+	case CmdMinP:
+		s.MinP = c.Float
+		return m.changeSettings(name, s, fmt.Sprintf("min-p %g", c.Float))
+	case CmdSeed:
+		s.Seed = uint64(c.Int)
+		return m.changeSettings(name, s, fmt.Sprintf("seed %d", s.Seed))
+	case CmdMax:
+		s.MaxTokens = int(c.Int)
+		return m.changeSettings(name, s, fmt.Sprintf("at most %d new tokens per answer", s.MaxTokens))
+	case CmdSystem:
+		s.System = c.Text
+		msg := "system prompt cleared"
+		if c.Text != "" {
+			msg = fmt.Sprintf("system prompt set (%d chars); the next answer prefills from the start", len(c.Text))
+		}
+		return m.changeSettings(name, s, msg)
+	case CmdClear:
+		m.clear()
+	case CmdStats:
+		m.addInfo(m.statsText())
+	case CmdTheme:
+		t, err := themes.Get(c.Text, m.noColor)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := m.applyTheme(t); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		m.setNotice("theme " + t.Name)
+		m.refresh(true)
+	case CmdSave:
+		return m.save(c.Text)
+	case CmdLoad:
+		return m.loadFile(c.Text)
+	case CmdModel:
+		m.addInfo(m.modelText())
+	case CmdHelp:
+		m.addInfo(HelpText())
+	case CmdQuit:
+		m.quit()
+	}
+	return nil
+}
+
+// changeSettings validates s, sends it to the engine and shows okMsg. On a
+// bad value nothing changes and the error names the command.
+func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	prev := m.settings
+	m.settings = s
+	m.meter.Max = s.MaxKV
+	id := m.eng.Submit(engine.UpdateSettings{Settings: s})
+	m.pendingSt[id] = prev
+	if m.gen != nil {
+		okMsg += " (from the next answer)"
+	}
+	m.setNotice(okMsg)
+	m.autosave()
+	return nil
+}
+
+// clear starts a new conversation (and a new autosave file).
+func (m *model) clear() {
+	if m.gen != nil {
+		m.eng.Submit(engine.Cancel{ID: m.gen.id})
+		m.gen = nil
+	}
+	m.eng.Submit(engine.Reset{})
+	m.autosave()
+	m.turns = nil
+	m.created = m.now()
+	if m.convDir != "" && *m.cfg.Autosave {
+		m.saver.setPath(newConversationPath(m.convDir, m.created))
+	}
+	m.meter.Live, m.meter.Seen, m.meter.Trimmed = 0, 0, 0
+	m.stats = nil
+	m.decodeTPS = 0
+	m.setNotice("new conversation")
+	m.refresh(true)
+}
+
+// save writes the conversation to name (or the autosave file).
+func (m *model) save(name string) error {
+	path := m.saver.currentPath()
+	if name != "" {
+		path = resolveConversationPath(m.convDir, name)
+		if m.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
+			path = name
+		}
+	}
+	if path == "" {
+		return fmt.Errorf("/save: autosave is off, expected a FILE name")
+	}
+	if err := saveConversation(path, m.snapshot()); err != nil {
+		return fmt.Errorf("/save: %w", err)
+	}
+	m.setNotice("saved to " + path)
+	return nil
+}
+
+// findConversation resolves a /load argument: the path as given (".json"
+// added when it has no extension), else the same name in the conversations
+// folder.
+func (m *model) findConversation(name string) (string, error) {
+	cands := []string{name}
+	if filepath.Ext(name) == "" {
+		cands = append(cands, name+".json")
+	}
+	if m.convDir != "" {
+		cands = append(cands, resolveConversationPath(m.convDir, name))
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && !st.IsDir() {
+			return c, nil
+		}
+	}
+	where := ""
+	if m.convDir != "" {
+		where = " or in " + m.convDir
+	}
+	return "", fmt.Errorf("no file %q here%s", name, where)
+}
+
+// loadFile replaces the conversation with a saved one.
+func (m *model) loadFile(name string) error {
+	if m.gen != nil {
+		return errors.New("/load: an answer is running, press Esc first")
+	}
+	path, err := m.findConversation(name)
+	if err != nil {
+		return fmt.Errorf("/load: %w", err)
+	}
+	c, err := loadConversation(path)
+	if err != nil {
+		return fmt.Errorf("/load: %w", err)
+	}
+	m.autosave() // keep the conversation we are leaving
+	m.turns = m.turns[:0:0]
+	for _, sm := range c.Messages {
+		t := turn{content: sm.Content, partial: sm.Partial}
+		if sm.Role == engine.RoleUser {
+			t.kind = turnUser
+			t.display = sm.Content
+			if sm.Display != "" {
+				t.display = sm.Display
+			}
+		} else {
+			t.kind = turnAssistant
+			if sm.Partial {
+				t.note = "partial"
+			}
+		}
+		m.turns = append(m.turns, t)
+	}
+	if m.ta.Value() == "" && c.Draft != "" {
+		m.ta.SetValue(c.Draft)
+		m.pastes.blocks = append([]pasteBlock(nil), c.DraftPastes...)
+		m.afterEdit()
+	}
+	if c.System != m.settings.System {
+		s := m.settings
+		s.System = c.System
+		prev := m.settings
+		m.settings = s
+		m.pendingSt[m.eng.Submit(engine.UpdateSettings{Settings: s})] = prev
+	}
+	if !c.Created.IsZero() {
+		m.created = c.Created
+	}
+	if m.convDir != "" && *m.cfg.Autosave {
+		if abs, err := filepath.Abs(path); err == nil && filepath.Dir(abs) == filepath.Clean(m.convDir) {
+			m.saver.setPath(abs)
+		} else {
+			m.saver.setPath(newConversationPath(m.convDir, m.now()))
+		}
+	}
+	m.setNotice(fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path))
+	m.autosave()
+	m.refresh(true)
+	m.vp.GotoBottom()
+	return nil
+}
+
+// addInfo appends command output to the view (not part of the chat).
+func (m *model) addInfo(text string) {
+	m.turns = append(m.turns, turn{kind: turnInfo, content: text})
+	m.refresh(true)
+	m.vp.GotoBottom()
+}
+
+func (m *model) statsText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cache  %s", meterText(m.meter))
+	if m.settings.MaxKV > 0 {
+		fmt.Fprintf(&b, " (cap %d, sink %d)", m.settings.MaxKV, m.settings.Normalize().SinkTokens)
+	} else {
+		b.WriteString(" (no cap)")
+	}
+	if m.meter.Trimmed > 0 {
+		fmt.Fprintf(&b, "\n       %d of %d tokens seen are no longer attended (trimmed to fit the cap)", m.meter.Trimmed, m.meter.Seen)
+	}
+	if s := m.stats; s != nil {
+		fmt.Fprintf(&b, "\nprompt %d tokens (%d reused, %d prefilled) at %.1f tok/s, first token after %s",
+			s.PromptTokens, s.ReusedTokens, s.PrefillTokens, s.PromptTokPerSec, s.TimeToFirstToken.Round(1e6))
+		fmt.Fprintf(&b, "\ndecode %d tokens at %.1f tok/s in %s", s.DecodeTokens, s.DecodeTokPerSec, s.DecodeTime.Round(1e6))
+		fmt.Fprintf(&b, "\nmemory %s (kv cache %s)", formatBytes(s.MemoryBytes), formatBytes(s.KVBytes))
+	} else {
+		b.WriteString("\nno answer yet")
+	}
+	return b.String()
+}
+
+func (m *model) modelText() string {
+	var b strings.Builder
+	i := m.info
+	fmt.Fprintf(&b, "model   %s", m.displayModel())
+	if m.modelDir != "" {
+		fmt.Fprintf(&b, "\ndir     %s", m.modelDir)
+	}
+	if i.ModelType != "" {
+		fmt.Fprintf(&b, "\ntype    %s · %d layers · vocab %d", i.ModelType, i.Layers, i.VocabSize)
+		if i.ContextLength > 0 {
+			fmt.Fprintf(&b, " · context %d", i.ContextLength)
+		}
+		if i.SlidingWindow > 0 {
+			fmt.Fprintf(&b, " · sliding window %d", i.SlidingWindow)
+		}
+		fmt.Fprintf(&b, "\nbackend %s · %s of weights per token", i.Backend, formatBytes(i.WeightBytes))
+	}
+	s := m.settings.Normalize()
+	kv := "off"
+	if s.MaxKV > 0 {
+		kv = fmt.Sprint(s.MaxKV)
+	}
+	fmt.Fprintf(&b, "\nsettings /kv %s · /chunk %d · /temp %g · /topk %d · /topp %g · /minp %g · /seed %d",
+		kv, s.PrefillChunk, s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
+	if s.MaxTokens > 0 {
+		fmt.Fprintf(&b, " · /max %d", s.MaxTokens)
+	}
+	if s.System != "" {
+		fmt.Fprintf(&b, "\nsystem  %s", s.System)
+	}
+	return b.String()
+}

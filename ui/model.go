@@ -1,0 +1,880 @@
+package ui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/spinner"
+	"github.com/charmbracelet/bubbles/textarea"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"mlxchat/engine"
+	"mlxchat/themes"
+)
+
+// Timing of the screen.
+const (
+	frameInterval  = time.Second / 30 // streaming re-render rate
+	flashDuration  = 800 * time.Millisecond
+	quitArmWindow  = 2 * time.Second
+	draftSaveEvery = 3 * time.Second
+	maxEventBatch  = 512 // events handled per Update
+	maxInputLines  = 8
+)
+
+// Messages the model sends itself.
+type (
+	// eventsMsg is a batch of engine events; closed means the channel closed.
+	eventsMsg struct {
+		events []engine.Event
+		closed bool
+	}
+	frameMsg     struct{}
+	flashOffMsg  struct{ seq int }
+	quitDisarm   struct{ seq int }
+	draftSaveMsg struct{}
+)
+
+// waitEvents blocks for the next engine event and then takes whatever else is
+// already queued, so a burst of tokens costs one Update.
+func waitEvents(ch <-chan engine.Event) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return eventsMsg{closed: true}
+		}
+		batch := []engine.Event{ev}
+		for len(batch) < maxEventBatch {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return eventsMsg{events: batch, closed: true}
+				}
+				batch = append(batch, ev)
+			default:
+				return eventsMsg{events: batch}
+			}
+		}
+		return eventsMsg{events: batch}
+	}
+}
+
+// turnKind is what a block of the conversation view is.
+type turnKind int
+
+const (
+	turnUser turnKind = iota
+	turnAssistant
+	turnInfo  // command output; not part of the chat
+	turnError // a failed request; not part of the chat
+)
+
+// turn is one block of the conversation view.
+type turn struct {
+	kind    turnKind
+	content string       // exact text (sent to / received from the model)
+	display string       // user turns: the text with pastes collapsed
+	pastes  []pasteBlock // user turns: the pastes behind the labels in display
+	partial bool         // assistant answer stopped early
+	note    string       // assistant: why it stopped early
+
+	stream  *stream // assistant answer while it streams
+	out     string  // cached rendering
+	outOK   bool
+	outWide int
+}
+
+// generation is the Generate request in flight.
+type generation struct {
+	id       engine.RequestID
+	turn     int // index of the assistant turn
+	prefill  engine.PrefillProgress
+	inDecode bool
+	first    time.Time // time of the first token event
+	last     time.Time
+	tokens   int
+	stopping bool
+}
+
+// loadState is the model-loading screen.
+type loadState struct {
+	stage       string
+	done, total int64
+	err         error
+}
+
+// model is the bubbletea model of the chat.
+type model struct {
+	eng        Engine
+	modelName  string
+	modelDir   string
+	count      TokenCounter
+	cfg        Config
+	noColor    bool
+	profile    termenv.Profile
+	theme      themes.Theme
+	md         *markdown
+	saver      *autosaver
+	stateDir   string
+	convDir    string
+	histPath   string
+	now        func() time.Time
+	events     <-chan engine.Event
+	eventsDone bool
+
+	width, height int
+	ready         bool
+	load          loadState
+	fatal         error // ends Run with this error
+	quitting      bool
+	prog          progress.Model
+	spin          spinner.Model
+
+	info      engine.ModelInfo
+	settings  engine.Settings                      // as the user set them
+	confirmed engine.Settings                      // as the engine last confirmed
+	pendingSt map[engine.RequestID]engine.Settings // UpdateSettings in flight -> settings to revert to
+
+	turns    []turn
+	prefix   string // rendering of every turn before the streaming one
+	prefixOK bool
+	created  time.Time
+	system   string
+
+	vp        viewport.Model
+	ta        textarea.Model
+	inputH    int
+	pastes    pasteSet
+	history   []historyEntry
+	histIdx   int // len(history) = editing a new entry
+	histDraft historyEntry
+	lastDraft string
+
+	gen       *generation
+	meter     meterState
+	flash     bool
+	flashSeq  int
+	flashDrop int
+	stats     *engine.Stats
+	decodeTPS float64
+
+	notice      string
+	noticeErr   bool
+	completions []string
+	quitArmed   bool
+	quitSeq     int
+	frameQueued bool
+	dirty       bool
+	saveQueued  bool
+}
+
+// modelConfig is what newModel needs; Run fills it from Options.
+type modelConfig struct {
+	eng       Engine
+	modelName string
+	modelDir  string
+	settings  engine.Settings
+	count     TokenCounter
+	cfg       Config
+	theme     themes.Theme
+	noColor   bool
+	profile   termenv.Profile
+	stateDir  string // "" = nothing written
+	history   []historyEntry
+	now       func() time.Time
+}
+
+func newModel(c modelConfig) (*model, error) {
+	if c.now == nil {
+		c.now = time.Now
+	}
+	m := &model{
+		eng:       c.eng,
+		modelName: c.modelName,
+		modelDir:  c.modelDir,
+		count:     c.count,
+		cfg:       c.cfg.withDefaults(),
+		noColor:   c.noColor,
+		profile:   c.profile,
+		theme:     c.theme,
+		saver:     &autosaver{},
+		stateDir:  c.stateDir,
+		now:       c.now,
+		events:    c.eng.Events(),
+		settings:  c.settings,
+		confirmed: c.settings,
+		pendingSt: map[engine.RequestID]engine.Settings{},
+		history:   c.history,
+		histIdx:   len(c.history),
+		width:     80,
+		height:    24,
+		created:   c.now(),
+	}
+	m.meter.Max = c.settings.MaxKV
+	if c.stateDir != "" {
+		m.convDir = filepath.Join(c.stateDir, "conversations")
+		m.histPath = filepath.Join(c.stateDir, "history.json")
+		if *m.cfg.Autosave {
+			m.saver.setPath(newConversationPath(m.convDir, m.created))
+		}
+	}
+	m.ta = textarea.New()
+	m.ta.ShowLineNumbers = false
+	m.ta.CharLimit = 0
+	m.ta.MaxHeight = 0
+	m.ta.MaxWidth = 0
+	m.ta.Placeholder = "Message (Enter sends, Alt+Enter newline, /help)"
+	km := textarea.DefaultKeyMap
+	km.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
+	km.LineEnd = key.NewBinding(key.WithKeys("end"))
+	km.Paste = key.NewBinding(key.WithDisabled())
+	m.ta.KeyMap = km
+	m.ta.Focus()
+	m.vp = viewport.New(m.width, 10)
+	m.vp.KeyMap = viewport.KeyMap{} // keys go to the editor; PgUp/PgDn are handled here
+	m.spin = spinner.New(spinner.WithSpinner(spinner.Dot))
+	if err := m.applyTheme(c.theme); err != nil {
+		return nil, err
+	}
+	m.layout()
+	return m, nil
+}
+
+// applyTheme switches styles and the markdown renderer.
+func (m *model) applyTheme(t themes.Theme) error {
+	md, err := newMarkdown(t.Glamour, m.mdWidth(), m.profile)
+	if err != nil {
+		return err
+	}
+	m.theme = t
+	m.md = md
+	fs, bs := textarea.DefaultStyles()
+	for _, s := range []*textarea.Style{&fs, &bs} {
+		s.CursorLine = lipgloss.NewStyle()
+		s.Placeholder = t.Dim
+		s.Prompt = t.Prompt
+		s.Text = lipgloss.NewStyle()
+		s.EndOfBuffer = t.Dim
+	}
+	m.ta.FocusedStyle, m.ta.BlurredStyle = fs, bs
+	m.ta.Prompt = "› "
+	opts := []progress.Option{progress.WithWidth(40)}
+	if t.Progress != "" {
+		opts = append(opts, progress.WithSolidFill(t.Progress))
+	} else {
+		opts = append(opts, progress.WithFillCharacters('█', '░'), progress.WithColorProfile(termenv.Ascii))
+	}
+	m.prog = progress.New(opts...)
+	m.spin.Style = t.Accent
+	m.invalidate()
+	return nil
+}
+
+func (m *model) mdWidth() int {
+	w := m.width - 2
+	if w > 120 {
+		w = 120
+	}
+	return w
+}
+
+// invalidate drops every cached rendering.
+func (m *model) invalidate() {
+	for i := range m.turns {
+		m.turns[i].outOK = false
+		if m.turns[i].stream != nil {
+			m.turns[i].stream.reset()
+		}
+	}
+	m.prefixOK = false
+	m.dirty = true
+}
+
+// Init starts reading engine events (and the spinner while loading).
+func (m *model) Init() tea.Cmd {
+	return tea.Batch(waitEvents(m.events), m.spin.Tick, textarea.Blink, m.scheduleDraftSave())
+}
+
+func (m *model) scheduleDraftSave() tea.Cmd {
+	if m.saveQueued {
+		return nil
+	}
+	m.saveQueued = true
+	return tea.Tick(draftSaveEvery, func(time.Time) tea.Msg { return draftSaveMsg{} })
+}
+
+// Update handles one message.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		if m.md != nil && m.md.width != m.mdWidth() {
+			if md, err := newMarkdown(m.theme.Glamour, m.mdWidth(), m.profile); err == nil {
+				m.md = md
+			}
+			m.invalidate()
+		}
+		m.layout()
+		m.refresh(true)
+	case eventsMsg:
+		for _, ev := range msg.events {
+			cmds = append(cmds, m.handleEvent(ev))
+		}
+		if msg.closed {
+			m.eventsDone = true
+			if m.fatal == nil && !m.quitting {
+				m.fatal = fmt.Errorf("the engine stopped unexpectedly")
+			}
+			m.finish()
+			return m, tea.Quit
+		}
+		if m.fatal != nil {
+			m.finish()
+			return m, tea.Quit
+		}
+		cmds = append(cmds, waitEvents(m.events))
+	case frameMsg:
+		m.frameQueued = false
+		if m.dirty {
+			m.refresh(false)
+		}
+	case flashOffMsg:
+		if msg.seq == m.flashSeq {
+			m.flash = false
+			m.flashDrop = 0
+		}
+	case quitDisarm:
+		if msg.seq == m.quitSeq && m.quitArmed {
+			m.quitArmed = false
+			if m.notice == quitHint {
+				m.notice = ""
+			}
+		}
+	case draftSaveMsg:
+		m.saveQueued = false
+		m.saveDraft(false)
+		if err := m.saver.flush(); err != nil {
+			m.setError(err)
+		}
+		cmds = append(cmds, m.scheduleDraftSave())
+	case spinner.TickMsg:
+		if !m.ready {
+			var c tea.Cmd
+			m.spin, c = m.spin.Update(msg)
+			cmds = append(cmds, c)
+		}
+	case tea.MouseMsg:
+		var c tea.Cmd
+		m.vp, c = m.vp.Update(msg)
+		cmds = append(cmds, c)
+	case tea.KeyMsg:
+		cmds = append(cmds, m.handleKey(msg))
+	default:
+		var c tea.Cmd
+		m.ta, c = m.ta.Update(msg)
+		cmds = append(cmds, c)
+	}
+	if m.quitting {
+		return m, tea.Quit
+	}
+	cmds = append(cmds, m.scheduleFrame())
+	return m, tea.Batch(cmds...)
+}
+
+func (m *model) scheduleFrame() tea.Cmd {
+	if !m.dirty || m.frameQueued {
+		return nil
+	}
+	m.frameQueued = true
+	return tea.Tick(frameInterval, func(time.Time) tea.Msg { return frameMsg{} })
+}
+
+// handleEvent applies one engine event.
+func (m *model) handleEvent(ev engine.Event) tea.Cmd {
+	switch e := ev.(type) {
+	case engine.ModelLoading:
+		m.load.stage, m.load.done, m.load.total = e.Stage, e.Done, e.Total
+	case engine.Ready:
+		m.ready = true
+		m.info = e.Info
+		if e.Info.SlidingWindow > 0 && m.meter.Window == 0 {
+			m.meter.Window = e.Info.SlidingWindow
+		}
+		m.layout()
+		m.refresh(true)
+	case engine.PrefillProgress:
+		if m.gen != nil && e.ID == m.gen.id {
+			m.gen.prefill = e
+		}
+	case engine.Token:
+		if m.gen == nil || e.ID != m.gen.id {
+			return nil
+		}
+		g := m.gen
+		if !g.inDecode {
+			g.inDecode = true
+			g.first = e.At
+		}
+		g.last = e.At
+		g.tokens = e.Tokens
+		if dt := g.last.Sub(g.first).Seconds(); dt > 0 && g.tokens > 1 {
+			m.decodeTPS = float64(g.tokens-1) / dt
+		}
+		st := m.turns[g.turn].stream
+		st.text += e.Text
+		m.dirty = true
+	case engine.Trim:
+		m.flash = true
+		m.flashSeq++
+		m.flashDrop += e.Dropped
+		seq := m.flashSeq
+		return tea.Tick(flashDuration, func(time.Time) tea.Msg { return flashOffMsg{seq: seq} })
+	case engine.CacheState:
+		m.meter = meterState{Live: e.Live, Max: e.Max, Seen: e.Seen, Trimmed: e.Trimmed, Window: e.Window}
+	case engine.Stats:
+		s := e
+		m.stats = &s
+		if s.DecodeTokPerSec > 0 {
+			m.decodeTPS = s.DecodeTokPerSec
+		}
+	case engine.Done:
+		if m.gen != nil && e.ID == m.gen.id {
+			m.endGeneration(e.Text, e.Reason, nil)
+		}
+	case engine.Error:
+		return m.handleError(e)
+	case engine.SettingsChanged:
+		delete(m.pendingSt, e.ID)
+		m.confirmed = e.Settings
+	case engine.Cleared:
+		m.meter.Live, m.meter.Seen, m.meter.Trimmed = 0, 0, 0
+	}
+	return nil
+}
+
+func (m *model) handleError(e engine.Error) tea.Cmd {
+	switch {
+	case !m.ready && e.ID == 0:
+		m.load.err = e.Err
+		m.fatal = e.Err
+	case m.gen != nil && e.ID == m.gen.id:
+		m.endGeneration(e.Text, "", e.Err)
+		if e.CacheReset {
+			m.meter.Live, m.meter.Seen, m.meter.Trimmed = 0, 0, 0
+		}
+	default:
+		if prev, ok := m.pendingSt[e.ID]; ok {
+			delete(m.pendingSt, e.ID)
+			m.settings = prev
+			m.meter.Max = prev.MaxKV
+			m.setError(fmt.Errorf("settings not changed: %w", e.Err))
+			return nil
+		}
+		m.setError(e.Err)
+	}
+	return nil
+}
+
+// endGeneration closes the streaming answer. An answer that never produced
+// text is removed together with its question, which goes back into the
+// editor, so nothing is lost and the chat keeps alternating roles.
+func (m *model) endGeneration(text string, reason engine.DoneReason, err error) {
+	g := m.gen
+	m.gen = nil
+	t := &m.turns[g.turn]
+	if text == "" && t.stream != nil {
+		text = t.stream.text
+	}
+	if text == "" && (err != nil || reason == engine.DoneCancelled) {
+		// Drop the empty answer and put the question back.
+		q := m.turns[g.turn-1]
+		m.turns = m.turns[:g.turn-1]
+		if m.ta.Value() == "" {
+			m.pastes.reset()
+			if len(q.pastes) > 0 {
+				m.ta.SetValue(q.display)
+				m.pastes.blocks = append([]pasteBlock(nil), q.pastes...)
+			} else {
+				m.ta.SetValue(q.content)
+			}
+			m.afterEdit()
+		}
+		if err != nil {
+			m.setError(fmt.Errorf("answer failed: %w", err))
+		} else {
+			m.setNotice("stopped before the answer began; your message is back in the editor")
+		}
+		m.prefixOK = false
+		m.dirty = true
+		m.autosave()
+		m.refresh(true)
+		return
+	}
+	t.content = text
+	t.stream = nil
+	t.outOK = false
+	switch {
+	case err != nil:
+		t.partial = true
+		t.note = "failed"
+		m.setError(fmt.Errorf("answer failed: %w", err))
+	case reason == engine.DoneCancelled:
+		t.partial = true
+		t.note = "stopped"
+		m.setNotice("stopped; the partial answer is kept")
+	case reason == engine.DoneMaxTokens:
+		t.partial = true
+		t.note = "max tokens"
+		m.setNotice(fmt.Sprintf("answer cut at /max %d tokens", m.settings.MaxTokens))
+	case reason == engine.DoneLoop:
+		t.partial = true
+		t.note = "repeating"
+		m.setNotice("stopped: the answer started repeating itself")
+	}
+	m.prefixOK = false
+	m.autosave()
+	m.refresh(true)
+}
+
+const quitHint = "press Ctrl+C again to quit"
+
+// handleKey handles a key press.
+func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
+	if k.Type == tea.KeyCtrlC {
+		if m.quitArmed {
+			m.quit()
+			return nil
+		}
+		if m.gen != nil {
+			m.cancel()
+		}
+		m.quitArmed = true
+		m.quitSeq++
+		seq := m.quitSeq
+		m.notice, m.noticeErr = quitHint, false
+		return tea.Tick(quitArmWindow, func(time.Time) tea.Msg { return quitDisarm{seq: seq} })
+	}
+	m.quitArmed = false
+	if !m.ready {
+		return nil
+	}
+	if k.Paste {
+		return m.handlePaste(string(k.Runes))
+	}
+	switch k.String() {
+	case "enter":
+		m.completions = nil
+		return m.submit()
+	case "esc":
+		m.completions = nil
+		if m.gen != nil {
+			m.cancel()
+		} else {
+			m.notice = ""
+		}
+		return nil
+	case "pgup":
+		m.vp.PageUp()
+		return nil
+	case "pgdown":
+		m.vp.PageDown()
+		return nil
+	case "ctrl+e":
+		m.expandPastes()
+		return nil
+	case "tab":
+		v := m.ta.Value()
+		if IsCommand(v) {
+			nv, cands := Complete(v, themes.Names())
+			if nv != v {
+				m.ta.SetValue(nv)
+			}
+			m.completions = cands
+			return nil
+		}
+	case "up":
+		if m.ta.Line() == 0 && m.historyMove(-1) {
+			return nil
+		}
+	case "down":
+		if m.ta.Line() == m.ta.LineCount()-1 && m.historyMove(+1) {
+			return nil
+		}
+	}
+	var c tea.Cmd
+	m.ta, c = m.ta.Update(k)
+	m.afterEdit()
+	return c
+}
+
+// afterEdit resizes the editor to its content and notes the draft.
+func (m *model) afterEdit() {
+	h := m.ta.LineCount()
+	if h < 1 {
+		h = 1
+	}
+	if h > m.maxInput() {
+		h = m.maxInput()
+	}
+	if h != m.inputH {
+		m.layout()
+	}
+	m.completions = nil
+}
+
+func (m *model) maxInput() int {
+	n := maxInputLines
+	if lim := m.height / 3; lim < n {
+		n = lim
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// handlePaste inserts a bracketed paste: short ones as text, long ones as one
+// collapsed block whose exact text is kept aside.
+func (m *model) handlePaste(s string) tea.Cmd {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	if isLongPaste(s, m.cfg.PasteMinChars, m.cfg.PasteMinLines) {
+		label := m.pastes.add(s, m.count)
+		m.ta.InsertString(label)
+		m.afterEdit()
+		m.saveDraft(true)
+		return nil
+	}
+	m.ta.InsertString(s)
+	m.afterEdit()
+	m.saveDraft(true)
+	return nil
+}
+
+// expandPastes replaces the collapsed blocks in the editor by their text.
+func (m *model) expandPastes() {
+	v := m.ta.Value()
+	if len(m.pastes.present(v)) == 0 {
+		m.setNotice("no collapsed paste to expand")
+		return
+	}
+	m.ta.SetValue(m.pastes.expand(v))
+	m.pastes.reset()
+	m.afterEdit()
+}
+
+// historyMove recalls the previous (-1) or next (+1) input.
+func (m *model) historyMove(d int) bool {
+	n := m.histIdx + d
+	if n < 0 || n > len(m.history) || len(m.history) == 0 {
+		return false
+	}
+	if m.histIdx == len(m.history) {
+		v := m.ta.Value()
+		m.histDraft = historyEntry{Text: v, Pastes: m.pastes.present(v)}
+	}
+	m.histIdx = n
+	e := m.histDraft
+	if n < len(m.history) {
+		e = m.history[n]
+	}
+	m.ta.SetValue(e.Text)
+	m.pastes.blocks = append([]pasteBlock(nil), e.Pastes...)
+	m.afterEdit()
+	return true
+}
+
+// submit sends the editor's content: a command or a message.
+func (m *model) submit() tea.Cmd {
+	text := m.ta.Value()
+	present := m.pastes.present(text)
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if IsCommand(text) && len(present) == 0 {
+		c, err := ParseCommand(text)
+		if err != nil {
+			m.setError(err)
+			return nil
+		}
+		m.pushHistory(historyEntry{Text: strings.TrimSpace(text)})
+		m.ta.Reset()
+		if err := m.runCommand(c); err != nil {
+			m.ta.SetValue(text) // the command stays in the editor to be fixed
+			m.setError(err)
+		}
+		m.afterEdit()
+		return nil
+	}
+	if m.gen != nil {
+		m.setError(fmt.Errorf("still answering: press Esc to stop it, then send"))
+		return nil
+	}
+	full := m.pastes.expand(text)
+	if t := strings.TrimSpace(full); strings.HasPrefix(t, "//") {
+		full = strings.Replace(full, "//", "/", 1)
+		text = strings.Replace(text, "//", "/", 1)
+	}
+	m.pushHistory(historyEntry{Text: text, Pastes: present})
+	m.ta.Reset()
+	m.pastes.reset()
+	m.afterEdit()
+	m.notice = ""
+	m.turns = append(m.turns, turn{kind: turnUser, content: full, display: text, pastes: present})
+	m.autosave()
+	id := m.eng.Submit(engine.Generate{Conversation: m.conversation()})
+	m.turns = append(m.turns, turn{kind: turnAssistant, stream: &stream{}})
+	m.gen = &generation{id: id, turn: len(m.turns) - 1}
+	m.prefixOK = false
+	m.refresh(true)
+	m.vp.GotoBottom()
+	return nil
+}
+
+// conversation is the chat so far as engine messages (user and assistant
+// turns only; the system prompt travels in Settings.System).
+func (m *model) conversation() []engine.Message {
+	var msgs []engine.Message
+	for _, t := range m.turns {
+		switch t.kind {
+		case turnUser:
+			msgs = append(msgs, engine.Message{Role: engine.RoleUser, Content: t.content})
+		case turnAssistant:
+			if t.stream == nil {
+				msgs = append(msgs, engine.Message{Role: engine.RoleAssistant, Content: t.content})
+			}
+		}
+	}
+	return msgs
+}
+
+func (m *model) pushHistory(e historyEntry) {
+	if n := len(m.history); n == 0 || m.history[n-1].Text != e.Text {
+		m.history = append(m.history, e)
+		if lim := m.cfg.HistoryLimit; lim > 0 && len(m.history) > lim {
+			m.history = m.history[len(m.history)-lim:]
+		}
+	}
+	m.histIdx = len(m.history)
+	m.histDraft = historyEntry{}
+	if m.histPath != "" {
+		if err := saveHistory(m.histPath, historyForDisk(m.history), m.cfg.HistoryLimit); err != nil {
+			m.setError(err)
+		}
+	}
+}
+
+// historyForDisk leaves out entries whose pastes are very large, so the
+// history file stays small; they remain in memory for this session.
+func historyForDisk(h []historyEntry) []historyEntry {
+	const maxPasteBytes = 256 << 10
+	out := make([]historyEntry, 0, len(h))
+	for _, e := range h {
+		n := 0
+		for _, p := range e.Pastes {
+			n += len(p.Content)
+		}
+		if n <= maxPasteBytes {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cancel asks the engine to stop the running answer.
+func (m *model) cancel() {
+	if m.gen == nil || m.gen.stopping {
+		return
+	}
+	m.gen.stopping = true
+	m.eng.Submit(engine.Cancel{ID: m.gen.id})
+	m.setNotice("stopping…")
+}
+
+// quit ends the program after stopping the engine's work and saving.
+func (m *model) quit() {
+	if m.gen != nil {
+		m.eng.Submit(engine.Cancel{ID: m.gen.id})
+	}
+	m.finish()
+	m.quitting = true
+}
+
+// finish saves the draft and the conversation.
+func (m *model) finish() {
+	m.saveDraft(false)
+	_ = m.saver.flush() // Run flushes again and reports errors
+}
+
+// snapshot is the conversation as it would be saved now.
+func (m *model) snapshot() conversationFile {
+	c := conversationFile{
+		Model:   m.displayModel(),
+		Created: m.created,
+		Updated: m.now(),
+		System:  m.settings.System,
+	}
+	for _, t := range m.turns {
+		switch t.kind {
+		case turnUser:
+			sm := savedMessage{Role: engine.RoleUser, Content: t.content}
+			if t.display != t.content {
+				sm.Display = t.display
+			}
+			c.Messages = append(c.Messages, sm)
+		case turnAssistant:
+			content := t.content
+			partial := t.partial
+			if t.stream != nil {
+				content, partial = t.stream.text, true
+			}
+			c.Messages = append(c.Messages, savedMessage{Role: engine.RoleAssistant, Content: content, Partial: partial})
+		}
+	}
+	c.Draft = m.ta.Value()
+	c.DraftPastes = m.pastes.present(c.Draft)
+	return c
+}
+
+// autosave writes the conversation now.
+func (m *model) autosave() {
+	m.lastDraft = m.ta.Value()
+	if err := m.saver.set(m.snapshot(), true); err != nil {
+		m.setError(err)
+	}
+}
+
+// saveDraft records the draft; write forces a write now (after a paste).
+func (m *model) saveDraft(write bool) {
+	v := m.ta.Value()
+	if v == m.lastDraft && !write {
+		return
+	}
+	m.lastDraft = v
+	if err := m.saver.set(m.snapshot(), write); err != nil {
+		m.setError(err)
+	}
+}
+
+func (m *model) setNotice(s string) {
+	m.notice, m.noticeErr = s, false
+}
+
+func (m *model) setError(err error) {
+	m.notice, m.noticeErr = strings.ReplaceAll(err.Error(), "\n", " "), true
+}
+
+func (m *model) displayModel() string {
+	if m.info.Name != "" {
+		return m.info.Name
+	}
+	return m.modelName
+}

@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"mlxchat/engine"
+	"mlxchat/themes"
+)
+
+// Engine is all the UI needs from the engine: *engine.Engine satisfies it.
+// Submit must not block; Events is read until it closes.
+type Engine interface {
+	Submit(engine.Request) engine.RequestID
+	Events() <-chan engine.Event
+}
+
+var _ Engine = (*engine.Engine)(nil)
+
+// Options configure Run. Only Engine is required.
+type Options struct {
+	// Engine is a started engine (New or NewLoading, then Start). While a
+	// NewLoading engine loads, its ModelLoading events drive a progress
+	// view; the chat opens at Ready. A load Error ends Run with that error.
+	// Run does not Close the engine; the caller does after Run returns.
+	Engine Engine
+	// ModelName is what the user asked for (a name or a directory); shown
+	// while loading and until Ready's ModelInfo.Name replaces it.
+	ModelName string
+	// ModelDir is the resolved model directory, shown by /model.
+	ModelDir string
+	// Settings are the settings the engine was started with; slash commands
+	// edit a copy and send UpdateSettings.
+	Settings engine.Settings
+	// CountTokens counts tokens for the collapsed-paste label; nil (or an
+	// error) falls back to an estimate of bytes/4 shown with "~".
+	CountTokens TokenCounter
+	// Theme is --theme: a theme name overriding the config file; "" = the
+	// config's theme or themes.Default.
+	Theme string
+	// ConfigPath is --config; "" = DefaultConfigPath(), which may be absent.
+	// A named file that is missing or invalid is an error.
+	ConfigPath string
+	// StateDir holds autosaved conversations (StateDir/conversations/*.json)
+	// and the input history (StateDir/history.json); "" = DefaultStateDir().
+	StateDir string
+	// NoColor drops all colours; Run also drops them when the NO_COLOR
+	// environment variable is set (to anything non-empty).
+	NoColor bool
+	// Input and Output replace the terminal (tests); nil = stdin/stdout.
+	Input  io.Reader
+	Output io.Writer
+	// Inline keeps the main screen instead of the alternate screen and
+	// does not capture the mouse (tests, or terminals that need it).
+	Inline bool
+}
+
+// Run shows the chat until the user quits, ctx ends, or the engine fails to
+// load. The conversation is autosaved after every user message and every
+// answer, and once more on every exit path (a panic in the UI included).
+// A quit by the user returns nil.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Engine == nil {
+		return errors.New("ui.Run: Options.Engine is nil")
+	}
+	cfgPath, explicit := opts.ConfigPath, opts.ConfigPath != ""
+	if !explicit {
+		cfgPath = DefaultConfigPath()
+	}
+	cfg, err := LoadConfig(cfgPath, explicit)
+	if err != nil {
+		return err
+	}
+	noColor := opts.NoColor || os.Getenv("NO_COLOR") != ""
+	themeName := cfg.Theme
+	if opts.Theme != "" {
+		themeName = opts.Theme
+	}
+	th, err := themes.Get(themeName, noColor)
+	if err != nil {
+		if opts.Theme != "" {
+			return fmt.Errorf("--theme: %w", err)
+		}
+		return fmt.Errorf("config %s: %w", cfgPath, err)
+	}
+	stateDir := opts.StateDir
+	if stateDir == "" {
+		stateDir = DefaultStateDir()
+	}
+	histPath := filepath.Join(stateDir, "history.json")
+	hist, herr := loadHistory(histPath) // a bad history file is not fatal
+	profile := lipgloss.ColorProfile()
+	if noColor {
+		profile = termenv.Ascii
+	}
+	m, err := newModel(modelConfig{
+		eng:       opts.Engine,
+		modelName: opts.ModelName,
+		modelDir:  opts.ModelDir,
+		settings:  opts.Settings,
+		count:     opts.CountTokens,
+		cfg:       cfg,
+		theme:     th,
+		noColor:   noColor,
+		profile:   profile,
+		stateDir:  stateDir,
+		history:   hist,
+		now:       time.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if herr != nil {
+		m.setError(herr)
+	}
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if !opts.Inline {
+		popts = append(popts, tea.WithAltScreen(), tea.WithMouseCellMotion())
+	}
+	if opts.Input != nil {
+		popts = append(popts, tea.WithInput(opts.Input))
+	}
+	if opts.Output != nil {
+		popts = append(popts, tea.WithOutput(opts.Output))
+	}
+	p := tea.NewProgram(m, popts...)
+	_, runErr := p.Run()
+	// Every exit path saves: quit, ctx end, signal, or a recovered panic.
+	saveErr := m.saver.flush()
+	switch {
+	case m.fatal != nil:
+		return m.fatal
+	case errors.Is(runErr, tea.ErrProgramPanic):
+		return fmt.Errorf("ui crashed (conversation saved to %s): %w", m.saver.currentPath(), runErr)
+	case errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return errors.Join(ctx.Err(), saveErr)
+	case errors.Is(runErr, tea.ErrInterrupted):
+		return errors.Join(saveErr)
+	case runErr != nil:
+		return errors.Join(fmt.Errorf("ui: %w", runErr), saveErr)
+	}
+	if saveErr != nil {
+		return fmt.Errorf("autosave: %w", saveErr)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mlxchat/engine"
+)
+
+// syncBuffer is a bytes.Buffer safe for the renderer goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRunChatAndQuit(t *testing.T) {
+	fe := newFakeEngine()
+	inR, inW := io.Pipe()
+	out := &syncBuffer{}
+	state := t.TempDir()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Run(context.Background(), Options{
+			Engine: fe, ModelName: "tiny", Settings: engine.DefaultSettings(),
+			ConfigPath: writeConfig(t, `{"theme": "light"}`), StateDir: state,
+			NoColor: true, Input: inR, Output: out, Inline: true,
+		})
+	}()
+	fe.ch <- engine.ModelLoading{Stage: "loading weights", Done: 1, Total: 2}
+	fe.ch <- engine.Ready{Info: engine.ModelInfo{Name: "tiny"}}
+	waitFor(t, "the chat screen", func() bool { return strings.Contains(out.String(), "tiny is ready") })
+	io.WriteString(inW, "hi there\r")
+	var id engine.RequestID
+	waitFor(t, "Generate", func() bool {
+		for i, r := range fe.requests() {
+			if g, ok := r.(engine.Generate); ok && g.Conversation[0].Content == "hi there" {
+				id = engine.RequestID(i + 1)
+				return true
+			}
+		}
+		return false
+	})
+	fe.ch <- engine.Token{Header: engine.Header{ID: id, At: time.Now()}, Text: "Hello from the model", Tokens: 3}
+	fe.ch <- engine.Done{Header: engine.Header{ID: id, At: time.Now()}, Reason: engine.DoneStop, Text: "Hello from the model"}
+	waitFor(t, "the answer", func() bool { return strings.Contains(out.String(), "Hello from the model") })
+	io.WriteString(inW, "draft")
+	time.Sleep(50 * time.Millisecond)
+	io.WriteString(inW, "\x03")
+	time.Sleep(50 * time.Millisecond)
+	io.WriteString(inW, "\x03")
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after Ctrl+C twice")
+	}
+	inW.Close()
+	files, _ := filepath.Glob(filepath.Join(state, "conversations", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("autosave files: %v", files)
+	}
+	c := readConv(t, files[0])
+	if len(c.Messages) != 2 || c.Messages[1].Content != "Hello from the model" || c.Draft != "draft" {
+		t.Errorf("autosaved conversation: %+v", c)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	fe := newFakeEngine()
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no engine", Options{}, "Options.Engine is nil"},
+		{"missing config", Options{Engine: fe, ConfigPath: filepath.Join(t.TempDir(), "nope.json")}, "reading config"},
+		{"bad config", Options{Engine: fe, ConfigPath: writeConfig(t, `{"colour": 1}`)}, `unknown field "colour"`},
+		{"bad theme flag", Options{Engine: fe, Theme: "neon", ConfigPath: writeConfig(t, `{}`)}, `--theme: unknown theme "neon"`},
+		{"bad theme config", Options{Engine: fe, ConfigPath: writeConfig(t, `{"theme": "neon"}`)}, `unknown theme "neon"`},
+	}
+	for _, tc := range tests {
+		err := Run(context.Background(), tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRunLoadFailure(t *testing.T) {
+	fe := newFakeEngine()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	fe.ch <- engine.ModelLoading{Stage: "resolving"}
+	fe.ch <- engine.Error{Err: errFake("loading model: no such model \"nope\"")}
+	err := Run(context.Background(), Options{
+		Engine: fe, ConfigPath: writeConfig(t, `{}`), StateDir: t.TempDir(),
+		NoColor: true, Input: inR, Output: io.Discard, Inline: true,
+	})
+	if err == nil || !strings.Contains(err.Error(), `no such model "nope"`) {
+		t.Fatalf("Run = %v, want the load error", err)
+	}
+}
+
+func TestRunContextCancel(t *testing.T) {
+	fe := newFakeEngine()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	fe.ch <- engine.Ready{}
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	err := Run(ctx, Options{
+		Engine: fe, ConfigPath: writeConfig(t, `{}`), StateDir: t.TempDir(),
+		NoColor: true, Input: inR, Output: io.Discard, Inline: true,
+	})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("Run after cancel = %v", err)
+	}
+}
+
+type errFake string
+
+func (e errFake) Error() string { return string(e) }
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

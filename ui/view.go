@@ -1,0 +1,243 @@
+package ui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func stripANSI(s string) string { return ansi.Strip(s) }
+
+// layout sizes the editor and the conversation to the window.
+func (m *model) layout() {
+	w, h := m.width, m.height
+	if w < 10 {
+		w = 10
+	}
+	in := m.ta.LineCount()
+	if in < 1 {
+		in = 1
+	}
+	if in > m.maxInput() {
+		in = m.maxInput()
+	}
+	m.inputH = in
+	m.ta.SetWidth(w)
+	m.ta.SetHeight(in)
+	vh := h - in - 3 // rule, notice line, status line
+	if vh < 1 {
+		vh = 1
+	}
+	wasBottom := m.vp.AtBottom()
+	m.vp.Width = w
+	m.vp.Height = vh
+	if wasBottom {
+		m.vp.GotoBottom()
+	}
+}
+
+// refresh re-renders the conversation into the viewport; streaming answers
+// only re-render their unfinished tail. force is for structural changes.
+func (m *model) refresh(force bool) {
+	_ = force
+	m.dirty = false
+	parts := make([]string, 0, len(m.turns))
+	for i := range m.turns {
+		parts = append(parts, m.renderTurn(&m.turns[i]))
+	}
+	content := strings.Join(parts, "\n\n")
+	if len(m.turns) == 0 {
+		content = m.welcome()
+	}
+	wasBottom := m.vp.AtBottom() || m.vp.TotalLineCount() <= m.vp.Height
+	m.vp.SetContent(content)
+	if wasBottom {
+		m.vp.GotoBottom()
+	}
+}
+
+func (m *model) welcome() string {
+	if !m.ready {
+		return ""
+	}
+	return m.theme.Dim.Render(fmt.Sprintf("  %s is ready. Type a message; /help lists commands.", m.shortModel()))
+}
+
+// shortModel is the model name for labels: the last path element.
+func (m *model) shortModel() string {
+	n := m.displayModel()
+	if n == "" {
+		return "model"
+	}
+	return filepath.Base(strings.TrimRight(n, "/"))
+}
+
+// renderTurn renders one block, from cache when nothing changed.
+func (m *model) renderTurn(t *turn) string {
+	w := m.width
+	if t.stream == nil && t.outOK && t.outWide == w {
+		return t.out
+	}
+	var out string
+	switch t.kind {
+	case turnUser:
+		body := t.display
+		for _, p := range t.pastes {
+			body = strings.Replace(body, p.Label, m.theme.Paste.Render(p.Label), 1)
+		}
+		out = m.theme.UserLabel.Render("you") + "\n" + indent(ansi.Wrap(m.theme.UserText.Render(body), w-2, ""), "  ")
+	case turnAssistant:
+		label := m.theme.ModelLabel.Render(m.shortModel())
+		if t.note != "" {
+			label += m.theme.Dim.Render(" · " + t.note)
+		}
+		var body string
+		if t.stream != nil {
+			body = t.stream.update(m.md)
+			if body == "" {
+				body = "  " + m.theme.Dim.Render("…")
+			}
+		} else {
+			body = m.md.render(t.content)
+		}
+		out = label + "\n" + body
+	case turnInfo:
+		out = indent(m.theme.Info.Render(ansi.Wrap(t.content, w-2, "")), "  ")
+	case turnError:
+		out = indent(m.theme.Error.Render(ansi.Wrap(t.content, w-2, "")), "  ")
+	}
+	if t.stream == nil {
+		t.out, t.outOK, t.outWide = out, true, w
+	}
+	return out
+}
+
+func indent(s, pad string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = pad + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// View draws the screen.
+func (m *model) View() string {
+	if m.quitting {
+		return ""
+	}
+	if !m.ready {
+		return m.loadingView()
+	}
+	rule := strings.Repeat("─", m.width)
+	if !m.vp.AtBottom() {
+		more := fmt.Sprintf(" ↓ %d%% · PgDn ", int(m.vp.ScrollPercent()*100))
+		if lipgloss.Width(more)+2 < m.width {
+			rule = strings.Repeat("─", m.width-lipgloss.Width(more)-2) + more + "──"
+		}
+	}
+	return strings.Join([]string{
+		m.vp.View(),
+		m.theme.Border.Render(rule),
+		m.ta.View(),
+		m.noticeLine(),
+		m.statusLine(),
+	}, "\n")
+}
+
+// noticeLine is the one-line message area: errors, confirmations,
+// completions, or key hints.
+func (m *model) noticeLine() string {
+	var s string
+	switch {
+	case len(m.completions) > 0:
+		s = m.theme.Dim.Render("  " + strings.Join(m.completions, "  "))
+	case m.notice != "" && m.noticeErr:
+		s = m.theme.Error.Render("✗ " + m.notice)
+	case m.notice != "":
+		s = m.theme.Info.Render("• " + m.notice)
+	case m.gen != nil:
+		s = m.theme.Dim.Render("Esc stop · PgUp/PgDn scroll · Ctrl+C twice quit")
+	default:
+		s = m.theme.Dim.Render("Enter send · Alt+Enter newline · ↑↓ history · Tab complete · /help · Ctrl+C twice quit")
+	}
+	return ansi.Truncate(s, m.width, "…")
+}
+
+// statusLine is the live-window meter followed by speeds and memory.
+func (m *model) statusLine() string {
+	sep := m.theme.Dim.Render(" │ ")
+	segs := []string{m.meterView()}
+	if g := m.gen; g != nil && !g.inDecode {
+		if g.prefill.Chunks > 0 {
+			segs = append(segs, fmt.Sprintf("prefill %d/%d chunks · %s tok/s",
+				g.prefill.Chunk, g.prefill.Chunks, m.theme.Accent.Render(fmt.Sprintf("%.0f", g.prefill.TokPerSec))))
+		} else {
+			segs = append(segs, "prefill …")
+		}
+	} else if m.decodeTPS > 0 {
+		segs = append(segs, fmt.Sprintf("decode %s tok/s", m.theme.Accent.Render(fmt.Sprintf("%.1f", m.decodeTPS))))
+	}
+	if m.stats != nil && m.stats.MemoryBytes > 0 {
+		segs = append(segs, "mem "+formatBytes(m.stats.MemoryBytes))
+	}
+	return ansi.Truncate(m.theme.Status.Render(strings.Join(segs, sep)), m.width, "…")
+}
+
+// meterView renders "kv ▕██████▌   ▏ 1024/1024 live · ..." with styles; a
+// recent trim shows the bar in the flash style and "✂ N" at the end.
+func (m *model) meterView() string {
+	bar := meterBar(m.meter.Live, m.meter.Max, meterWidth)
+	barStyle := m.theme.MeterFill
+	if m.flash {
+		barStyle = m.theme.MeterFlash
+	}
+	s := "kv ▕" + barStyle.Render(bar) + "▏ " + meterText(m.meter)
+	if m.flash && m.flashDrop > 0 {
+		s += " " + m.theme.MeterFlash.Render(fmt.Sprintf("✂ %d", m.flashDrop))
+	}
+	return s
+}
+
+// loadingView is shown until the engine is ready.
+func (m *model) loadingView() string {
+	var b strings.Builder
+	b.WriteString(m.theme.Accent.Render("mlxchat") + "\n\n")
+	b.WriteString("loading " + m.theme.ModelLabel.Render(m.displayModel()) + "\n\n")
+	stage := m.load.stage
+	if stage == "" {
+		stage = "starting"
+	}
+	if m.load.total > 0 {
+		pct := float64(m.load.done) / float64(m.load.total)
+		if pct > 1 {
+			pct = 1
+		}
+		w := m.width - 8
+		if w > 60 {
+			w = 60
+		}
+		if w < 10 {
+			w = 10
+		}
+		m.prog.Width = w
+		b.WriteString(stage + "\n")
+		b.WriteString(m.prog.ViewAs(pct) + "\n")
+		if m.load.total >= 1<<16 { // bytes; smaller totals are step counts
+			b.WriteString(m.theme.Dim.Render(fmt.Sprintf("%s / %s", formatBytes(m.load.done), formatBytes(m.load.total))))
+		} else {
+			b.WriteString(m.theme.Dim.Render(fmt.Sprintf("%d / %d", m.load.done, m.load.total)))
+		}
+	} else {
+		b.WriteString(m.spin.View() + " " + stage)
+		if m.load.done > 0 {
+			b.WriteString(m.theme.Dim.Render(fmt.Sprintf("  %s", formatBytes(m.load.done))))
+		}
+	}
+	if m.notice != "" {
+		b.WriteString("\n\n" + m.theme.Dim.Render(m.notice))
+	}
+	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, b.String())
+}
