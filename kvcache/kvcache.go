@@ -323,6 +323,9 @@ func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
 		if err := tensor.CheckShape(fmt.Sprintf("kvcache: layer %d %s", layerIdx, t.name), t.t, tensor.F32, c.n, l.spec.KVHeads, l.spec.HeadDim); err != nil {
 			return View{}, err
 		}
+		if want := c.n * l.spec.KVHeads * l.spec.HeadDim * 4; len(t.t.Data) < want {
+			return View{}, fmt.Errorf("kvcache: layer %d %s: %s holds %d bytes, want %d", layerIdx, t.name, t.t, len(t.t.Data), want)
+		}
 	}
 	w := c.window(l.spec)
 	exact := false

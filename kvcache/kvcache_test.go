@@ -1,0 +1,710 @@
+package kvcache
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"mlxchat/tensor"
+)
+
+func global(h, d int) LayerSpec { return LayerSpec{KVHeads: h, HeadDim: d, SharedFrom: -1} }
+func sliding(h, d, w int) LayerSpec {
+	return LayerSpec{KVHeads: h, HeadDim: d, Window: w, SharedFrom: -1}
+}
+func sharedOf(sp LayerSpec, src int) LayerSpec {
+	sp.SharedFrom = src
+	return sp
+}
+
+// TestSeedScenario reproduces the seed's failing case: window 512, max-kv
+// 1024, prefill chunk 512, a 2631-token prompt, then 64 decode steps. Every
+// view must be well formed and every attention output equal the brute-force
+// reference over absolute positions.
+func TestSeedScenario(t *testing.T) {
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 512), sharedOf(global(1, 4), 0), sharedOf(sliding(1, 4, 512), 1)}
+	h := newHarness(t, specs, []int{2, 2, 2, 2}, Options{MaxKV: 1024}, 1)
+	const prompt, chunk, decode = 2631, 512, 64
+	if mc := h.c.MaxChunk(); mc != 1020 {
+		t.Fatalf("MaxChunk() = %d, want 1020 (1024 - 4-token sink)", mc)
+	}
+	for done := 0; done < prompt; done += chunk {
+		h.chunk(min(chunk, prompt-done), -1)
+	}
+	for i := 0; i < decode; i++ {
+		h.chunk(1, -1)
+	}
+	s := h.c.Stats()
+	want := Stats{Offset: prompt + decode, Live: 1024, MaxKV: 1024, Sink: 4, Trimmed: prompt + decode - 1024, Window: 512}
+	if s.Offset != want.Offset || s.Live != want.Live || s.Trimmed != want.Trimmed || s.Sink != want.Sink || s.Window != want.Window {
+		t.Fatalf("stats %+v, want %+v", s, want)
+	}
+	if s.Layers[1].Live != 511 || s.Layers[1].Capacity != 512 {
+		t.Fatalf("sliding layer after decode: %+v, want 511 live keys in 512 rows", s.Layers[1])
+	}
+	if s.Layers[0].Capacity != 1024 {
+		t.Fatalf("global layer capacity %d, want exactly max-kv 1024", s.Layers[0].Capacity)
+	}
+}
+
+// TestSeedScenarioWindows checks the seed scenario's key counts directly:
+// the first row of every sliding chunk sees a full 512-key window and a
+// decode step attends exactly the last 512 keys.
+func TestSeedScenarioWindows(t *testing.T) {
+	c, err := New([]LayerSpec{global(1, 2), sliding(1, 2, 512)}, Options{MaxKV: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(n int) (View, View) {
+		t.Helper()
+		if _, err := c.Begin(n); err != nil {
+			t.Fatal(err)
+		}
+		k := tensor.New(tensor.F32, n, 1, 2)
+		g, err := c.Append(0, k, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Append(1, k, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return g, s
+	}
+	firstRowKeys := func(v View) int {
+		n := 0
+		for _, p := range v.Mask.KeyPositions() {
+			if v.Mask.Allowed(v.Mask.QueryStart, p) {
+				n++
+			}
+		}
+		return n
+	}
+	for done := 0; done < 2631; done += 512 {
+		n := min(512, 2631-done)
+		g, s := step(n)
+		if want := min(done+1, 512); firstRowKeys(s) != want {
+			t.Fatalf("chunk at %d: sliding first row sees %d keys, want %d", done, firstRowKeys(s), want)
+		}
+		if want := min(done+n, 1024); g.K.Shape[0] != want {
+			t.Fatalf("chunk at %d: global view has %d keys, want %d", done, g.K.Shape[0], want)
+		}
+	}
+	for i := 0; i < 64; i++ {
+		g, s := step(1)
+		if s.K.Shape[0] != 512 || g.K.Shape[0] != 1024 {
+			t.Fatalf("decode %d: sliding %d keys (want 512), global %d (want 1024)", i, s.K.Shape[0], g.K.Shape[0])
+		}
+		sp := s.Mask.KeyPositions()
+		slices.Sort(sp)
+		if sp[0] != s.Mask.QueryStart-511 || sp[511] != s.Mask.QueryStart {
+			t.Fatalf("decode %d at %d: sliding keys %d..%d", i, s.Mask.QueryStart, sp[0], sp[511])
+		}
+	}
+}
+
+// TestRandomSchedules plays seeded random schedules against the reference.
+func TestRandomSchedules(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 60
+	}
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runSchedule(t, rand.New(rand.NewSource(seed)), 40, false, seed)
+		})
+	}
+}
+
+// TestRandomSchedulesQuantized8 repeats random schedules with 8-bit storage;
+// stored rows must stay within 8-bit rounding and outputs close.
+func TestRandomSchedulesQuantized8(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runSchedule(t, rand.New(rand.NewSource(seed)), 30, true, seed)
+		})
+	}
+}
+
+// FuzzSchedule lets the fuzzer pick the configuration and the schedule.
+func FuzzSchedule(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte("\x03\x01\x05\x01\x10\x00\x00\x02\x07\x30\x00\x09\x04\x02\x0a\x00\x05\x08\x07\x05\x00\x03"))
+	f.Add([]byte{2, 1, 3, 1, 7, 0, 1, 2, 1, 40, 1, 0, 2, 5, 0, 39, 4, 11, 7, 3, 0, 9, 10, 3, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runSchedule(t, &byteChooser{b: b}, 200, len(b) > 0 && b[0]&0x80 != 0, 7)
+	})
+}
+
+// TestMaskSpans pins the exact storage order and spans for small schedules.
+func TestMaskSpans(t *testing.T) {
+	type step struct {
+		n         int
+		wantKeys  [][]tensor.Span // per owning layer
+		wantTrim  int
+		setMaxKV  int // applied before the step when > 0
+		wantError string
+	}
+	sp := func(pairs ...int) []tensor.Span {
+		var out []tensor.Span
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, tensor.Span{Start: pairs[i], Len: pairs[i+1]})
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		specs []LayerSpec
+		opts  Options
+		steps []step
+	}{
+		{
+			name:  "untrimmed global is one causal span",
+			specs: []LayerSpec{global(1, 2)},
+			opts:  Options{},
+			steps: []step{{n: 3, wantKeys: [][]tensor.Span{sp(0, 3)}}, {n: 2, wantKeys: [][]tensor.Span{sp(0, 5)}}},
+		},
+		{
+			name:  "trim keeps the sink and wraps the ring",
+			specs: []LayerSpec{global(1, 2)},
+			opts:  Options{MaxKV: 8, Sink: 2, Step: 4},
+			steps: []step{
+				{n: 3, wantKeys: [][]tensor.Span{sp(0, 3)}},
+				{n: 3, wantKeys: [][]tensor.Span{sp(0, 6)}},
+				{n: 3, wantTrim: 1, wantKeys: [][]tensor.Span{sp(0, 2, 8, 1, 3, 5)}},
+				{n: 3, wantTrim: 3, wantKeys: [][]tensor.Span{sp(0, 2, 8, 4, 6, 2)}},
+				{n: 1, wantTrim: 1, wantKeys: [][]tensor.Span{sp(0, 2, 8, 5, 7, 1)}},
+				{n: 1, wantTrim: 1, wantKeys: [][]tensor.Span{sp(0, 2, 8, 6)}},
+			},
+		},
+		{
+			name:  "sliding chunk keeps window-1 keys before it",
+			specs: []LayerSpec{sliding(1, 2, 4)},
+			opts:  Options{},
+			steps: []step{
+				{n: 5, wantKeys: [][]tensor.Span{sp(0, 5)}},
+				{n: 5, wantKeys: [][]tensor.Span{sp(2, 8)}},
+				{n: 1, wantKeys: [][]tensor.Span{sp(7, 4)}},
+			},
+		},
+		{
+			name:  "max-kv below the window caps the sliding layer",
+			specs: []LayerSpec{global(1, 2), sliding(1, 2, 6)},
+			opts:  Options{MaxKV: 4, Sink: NoSink},
+			steps: []step{
+				{n: 3, wantKeys: [][]tensor.Span{sp(0, 3), sp(0, 3)}},
+				{n: 3, wantTrim: 2, wantKeys: [][]tensor.Span{sp(4, 2, 2, 2), sp(0, 6)}},
+			},
+		},
+		{
+			name:  "too-long chunk is refused",
+			specs: []LayerSpec{global(1, 2)},
+			opts:  Options{MaxKV: 8},
+			steps: []step{{n: 5, wantError: "kvcache: chunk of 5 tokens cannot fit under max-kv-size 8 with a 4-token sink; use a prefill chunk <= 4"}},
+		},
+		{
+			name:  "lowering max-kv trims at the next Begin",
+			specs: []LayerSpec{global(1, 2)},
+			opts:  Options{Sink: 1},
+			steps: []step{
+				{n: 6, wantKeys: [][]tensor.Span{sp(0, 6)}},
+				{n: 1, setMaxKV: 4, wantTrim: 3, wantKeys: [][]tensor.Span{sp(0, 1, 4, 3)}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.specs, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tc.steps {
+				if st.setMaxKV > 0 {
+					if err := c.SetMaxKV(st.setMaxKV); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ev, err := c.Begin(st.n)
+				if st.wantError != "" {
+					if err == nil || err.Error() != st.wantError {
+						t.Fatalf("step %d: error %v, want %q", i, err, st.wantError)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if ev.Dropped != st.wantTrim {
+					t.Fatalf("step %d: dropped %d, want %d", i, ev.Dropped, st.wantTrim)
+				}
+				for l := range tc.specs {
+					k := tensor.New(tensor.F32, st.n, 1, 2)
+					for r := 0; r < st.n; r++ {
+						k.F32()[2*r] = float32(c.Offset() + r) // store the position itself
+					}
+					v, err := c.Append(l, k, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(v.Mask.Keys, st.wantKeys[l]) {
+						t.Fatalf("step %d layer %d: spans %v, want %v", i, l, v.Mask.Keys, st.wantKeys[l])
+					}
+					for j, p := range v.Mask.KeyPositions() {
+						if got := v.K.F32()[2*j]; got != float32(p) {
+							t.Fatalf("step %d layer %d: key %d holds position %v, mask says %d", i, l, j, got, p)
+						}
+					}
+				}
+				if err := c.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestErrors checks that misuse returns a clear error and never panics.
+func TestErrors(t *testing.T) {
+	two := []LayerSpec{global(2, 4), sharedOf(global(2, 4), 0)}
+	kv := func(n, h, d int) *tensor.Tensor { return tensor.New(tensor.F32, n, h, d) }
+	cases := []struct {
+		name string
+		run  func(c *Cache) error
+		want string
+	}{
+		{"append without begin", func(c *Cache) error { _, err := c.Append(0, kv(1, 2, 4), kv(1, 2, 4)); return err }, "without an open chunk"},
+		{"commit without begin", func(c *Cache) error { return c.Commit() }, "Commit without an open chunk"},
+		{"begin zero", func(c *Cache) error { _, err := c.Begin(0); return err }, "at least one token"},
+		{"begin twice", func(c *Cache) error { c.Begin(1); _, err := c.Begin(1); return err }, "while a chunk of 1 tokens is open"},
+		{"wrong rows", func(c *Cache) error { c.Begin(2); _, err := c.Append(0, kv(1, 2, 4), kv(1, 2, 4)); return err }, "layer 0 k: got F32[1 2 4], want F32[2 2 4]"},
+		{"wrong heads in v", func(c *Cache) error { c.Begin(1); _, err := c.Append(0, kv(1, 2, 4), kv(1, 1, 4)); return err }, "layer 0 v"},
+		{"wrong dtype", func(c *Cache) error {
+			c.Begin(1)
+			_, err := c.Append(0, tensor.New(tensor.BF16, 1, 2, 4), kv(1, 2, 4))
+			return err
+		}, "want F32[1 2 4]"},
+		{"short data", func(c *Cache) error {
+			c.Begin(1)
+			_, err := c.Append(0, &tensor.Tensor{DType: tensor.F32, Shape: []int{1, 2, 4}, Data: make([]byte, 8)}, kv(1, 2, 4))
+			return err
+		}, "holds 8 bytes, want 32"},
+		{"nil k", func(c *Cache) error { c.Begin(1); _, err := c.Append(0, nil, kv(1, 2, 4)); return err }, "missing tensor"},
+		{"append on shared", func(c *Cache) error { c.Begin(1); _, err := c.Append(1, kv(1, 2, 4), kv(1, 2, 4)); return err }, "shares layer 0's cache"},
+		{"append twice", func(c *Cache) error {
+			c.Begin(1)
+			c.Append(0, kv(1, 2, 4), kv(1, 2, 4))
+			_, err := c.Append(0, kv(1, 2, 4), kv(1, 2, 4))
+			return err
+		}, "appended twice"},
+		{"shared before source", func(c *Cache) error { c.Begin(1); _, err := c.Shared(1); return err }, "has not appended"},
+		{"shared on owner", func(c *Cache) error { c.Begin(1); _, err := c.Shared(0); return err }, "owns its cache"},
+		{"layer out of range", func(c *Cache) error { c.Begin(1); _, err := c.Append(5, kv(1, 2, 4), kv(1, 2, 4)); return err }, "layer 5 out of range"},
+		{"negative layer", func(c *Cache) error { c.Begin(1); _, err := c.Shared(-1); return err }, "layer -1 out of range"},
+		{"commit with missing layer", func(c *Cache) error { c.Begin(1); return c.Commit() }, "layers 0 did not append"},
+		{"set max-kv negative", func(c *Cache) error { return c.SetMaxKV(-1) }, "want 0 (unlimited)"},
+		{"set max-kv mid-chunk", func(c *Cache) error { c.Begin(1); return c.SetMaxKV(8) }, "while a chunk is open"},
+		{"set sink negative", func(c *Cache) error { return c.SetSink(-2) }, "sink -2"},
+		{"set sink mid-chunk", func(c *Cache) error { c.Begin(1); return c.SetSink(2) }, "while a chunk is open"},
+		{"chunk over max-kv after lowering", func(c *Cache) error { c.SetMaxKV(10); _, err := c.Begin(7); return err }, "use a prefill chunk <= 6"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(two, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tc.run(c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "kvcache: ") {
+				t.Fatalf("error %q does not name the package", err)
+			}
+		})
+	}
+}
+
+// TestNewValidation checks spec and option validation.
+func TestNewValidation(t *testing.T) {
+	cases := []struct {
+		name  string
+		specs []LayerSpec
+		opts  Options
+		want  string
+	}{
+		{"no layers", nil, Options{}, "no layers"},
+		{"zero heads", []LayerSpec{{HeadDim: 4, SharedFrom: -1}}, Options{}, "bad spec"},
+		{"negative window", []LayerSpec{{KVHeads: 1, HeadDim: 4, Window: -1, SharedFrom: -1}}, Options{}, "bad spec"},
+		{"self share (zero value)", []LayerSpec{{KVHeads: 1, HeadDim: 4}}, Options{}, "shares from itself"},
+		{"share out of range", []LayerSpec{global(1, 4), sharedOf(global(1, 4), 7)}, Options{}, "only 2 layers"},
+		{"share of a sharer", []LayerSpec{global(1, 4), sharedOf(global(1, 4), 0), sharedOf(global(1, 4), 1)}, Options{}, "point it at the owner"},
+		{"share mismatched window", []LayerSpec{global(1, 4), sharedOf(sliding(1, 4, 8), 0)}, Options{}, "must match"},
+		{"share mismatched dim", []LayerSpec{global(1, 4), sharedOf(global(1, 8), 0)}, Options{}, "must match"},
+		{"negative max-kv", []LayerSpec{global(1, 4)}, Options{MaxKV: -5}, "max-kv-size -5"},
+		{"negative step", []LayerSpec{global(1, 4)}, Options{Step: -1}, "step -1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.specs, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDefaults checks the zero-value and DefaultOptions rules.
+func TestDefaults(t *testing.T) {
+	cases := []struct {
+		opts     Options
+		sink     int
+		maxChunk int
+	}{
+		{Options{}, 4, math.MaxInt},
+		{DefaultOptions(), 4, math.MaxInt},
+		{Options{MaxKV: 100}, 4, 96},
+		{Options{MaxKV: 100, Sink: NoSink}, 0, 100},
+		{Options{MaxKV: 100, Sink: 30}, 30, 70},
+		{Options{MaxKV: 100, Sink: 80}, 50, 50}, // the sink takes at most half
+		{Options{MaxKV: 1}, 0, 1},
+	}
+	for _, tc := range cases {
+		c, err := New([]LayerSpec{global(1, 2)}, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Sink() != tc.sink || c.MaxChunk() != tc.maxChunk {
+			t.Errorf("%+v: sink %d max chunk %d, want %d and %d", tc.opts, c.Sink(), c.MaxChunk(), tc.sink, tc.maxChunk)
+		}
+	}
+	// A model without global layers never refuses a chunk.
+	c, _ := New([]LayerSpec{sliding(1, 2, 4)}, Options{MaxKV: 3})
+	if c.MaxChunk() != math.MaxInt {
+		t.Errorf("sliding-only max chunk %d, want unlimited", c.MaxChunk())
+	}
+}
+
+// feed runs n tokens through every owning layer in chunks of at most chunk.
+func feed(t testing.TB, c *Cache, specs []LayerSpec, n, chunk int) []View {
+	t.Helper()
+	var last []View
+	for done := 0; done < n; {
+		m := min(chunk, n-done)
+		if _, err := c.Begin(m); err != nil {
+			t.Fatal(err)
+		}
+		last = make([]View, len(specs))
+		for l, sp := range specs {
+			var err error
+			if sp.SharedFrom >= 0 {
+				last[l], err = c.Shared(l)
+			} else {
+				k := tensor.New(tensor.F32, m, sp.KVHeads, sp.HeadDim)
+				last[l], err = c.Append(l, k, k)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		done += m
+	}
+	return last
+}
+
+// TestSteadyStateCopiesNothing checks that decoding under the cap reuses the
+// same storage: no reallocation per token, for global and sliding layers.
+func TestSteadyStateCopiesNothing(t *testing.T) {
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 16)}
+	c, err := New(specs, Options{MaxKV: 64, Step: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed(t, c, specs, 200, 32)
+	feed(t, c, specs, 2, 1) // settle into decode
+	first := feed(t, c, specs, 1, 1)
+	for i := 0; i < 300; i++ {
+		v := feed(t, c, specs, 1, 1)
+		for l := range specs {
+			if &v[l].K.Data[0] != &first[l].K.Data[0] {
+				t.Fatalf("decode step %d: layer %d storage moved", i, l)
+			}
+		}
+	}
+	s := c.Stats()
+	if s.Layers[0].Capacity != 64 || s.Layers[1].Capacity != 16 {
+		t.Fatalf("capacities %d and %d, want 64 and 16", s.Layers[0].Capacity, s.Layers[1].Capacity)
+	}
+}
+
+// TestMemoryGrowsInStepsAndShrinks checks step growth, reclaim after a lower
+// cap, and Reset.
+func TestMemoryGrowsInStepsAndShrinks(t *testing.T) {
+	specs := []LayerSpec{global(2, 8)}
+	c, _ := New(specs, Options{Step: 64})
+	row := int64(2 * 8 * 4 * 2) // K and V bytes per token
+	caps := map[int]bool{}
+	for i := 0; i < 300; i++ {
+		feed(t, c, specs, 1, 1)
+		caps[c.Stats().Layers[0].Capacity] = true
+	}
+	for cp := range caps {
+		if cp%64 != 0 {
+			t.Fatalf("capacity %d is not a multiple of the 64-token step", cp)
+		}
+	}
+	if len(caps) != 5 { // 64, 128, 192, 256, 320
+		t.Fatalf("capacities %v: want growth in 5 steps", caps)
+	}
+	if b := c.Stats().Bytes; b != 320*row {
+		t.Fatalf("bytes %d, want %d", b, 320*row)
+	}
+	if err := c.SetMaxKV(40); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, c, specs, 1, 1)
+	if s := c.Stats(); s.Layers[0].Capacity != 40 || s.Bytes != 40*row || s.Live != 40 {
+		t.Fatalf("after max-kv 40: %+v", s)
+	}
+	c.Reset()
+	if s := c.Stats(); s.Bytes != 0 || s.Offset != 0 || s.Live != 0 || s.Trimmed != 0 {
+		t.Fatalf("after Reset: %+v", s)
+	}
+}
+
+// TestQuantized8Memory checks that 8-bit storage holds fewer bytes.
+func TestQuantized8Memory(t *testing.T) {
+	specs := []LayerSpec{global(2, 64)}
+	c32, _ := New(specs, Options{MaxKV: 512})
+	c8, _ := New(specs, Options{MaxKV: 512, Quantized8: true})
+	feed(t, c32, specs, 1000, 100)
+	feed(t, c8, specs, 1000, 100)
+	feed(t, c8, specs, 1, 1) // drop the prefill-sized scratch
+	b32, b8 := c32.Stats().Bytes, c8.Stats().Bytes
+	// Storage is 132/512 of F32; the F32 scratch adds one view.
+	if b8 >= b32*3/2 || c8.Stats().Layers[0].Capacity != 512 {
+		t.Fatalf("8-bit cache %d bytes, F32 %d", b8, b32)
+	}
+	st8 := c8.layers[0].st
+	if int64(cap(st8.k)+cap(st8.v)) > b32/3 {
+		t.Fatalf("8-bit storage %d bytes, F32 %d: want about a quarter", cap(st8.k)+cap(st8.v), b32)
+	}
+}
+
+// TestSinkShrinksWithMaxKV lowers MaxKV below twice the sink after a trim:
+// the sink shrinks, its newest positions become ordinary keys, and the
+// reference agrees (positions stay exact).
+func TestSinkShrinksWithMaxKV(t *testing.T) {
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 5)}
+	h := newHarness(t, specs, []int{1, 2}, Options{MaxKV: 30, Sink: 10, Step: 4}, 3)
+	for i := 0; i < 8; i++ {
+		h.chunk(7, -1)
+	}
+	if h.c.Sink() != 10 {
+		t.Fatalf("sink %d, want 10", h.c.Sink())
+	}
+	h.setMaxKV(12)
+	for i := 0; i < 10; i++ {
+		h.chunk(1+i%3, -1)
+	}
+	if h.c.Sink() != 6 {
+		t.Fatalf("sink %d, want 6 (half of max-kv 12)", h.c.Sink())
+	}
+	h.setMaxKV(100)
+	h.setSink(20)
+	for i := 0; i < 20; i++ {
+		h.chunk(9, -1)
+	}
+	if h.c.Sink() != 6 {
+		t.Fatalf("sink %d, want 6 (a trimmed sink cannot grow back)", h.c.Sink())
+	}
+	h.reset()
+	for i := 0; i < 20; i++ {
+		h.chunk(9, -1)
+	}
+	if h.c.Sink() != 20 {
+		t.Fatalf("sink %d after Reset, want 20", h.c.Sink())
+	}
+}
+
+// TestAbortRollsBack checks that an aborted chunk leaves the cache as the
+// reference says (trims kept, rows dropped, Offset unchanged).
+func TestAbortRollsBack(t *testing.T) {
+	specs := []LayerSpec{global(1, 2), sliding(1, 2, 6), sharedOf(global(1, 2), 0)}
+	h := newHarness(t, specs, []int{1, 1, 1}, Options{MaxKV: 20, Sink: 2}, 4)
+	for i := 0; i < 5; i++ {
+		h.chunk(5, -1)
+	}
+	before := h.c.Offset()
+	h.chunk(7, 1) // abort after layer 0 appended
+	if h.c.Offset() != before {
+		t.Fatalf("offset moved from %d to %d on abort", before, h.c.Offset())
+	}
+	for i := 0; i < 10; i++ {
+		h.chunk(1, -1)
+	}
+	h.c.Abort() // no open chunk: nothing happens
+	h.chunk(3, -1)
+}
+
+// TestSlidingChunkInvariance checks that a sliding-only model gives the same
+// attention outputs however the prompt is chunked.
+func TestSlidingChunkInvariance(t *testing.T) {
+	specs := []LayerSpec{sliding(1, 4, 7)}
+	const total = 60
+	rng := rand.New(rand.NewSource(5))
+	ks := make([]float32, total*4)
+	qs := make([]float32, total*4)
+	for i := range ks {
+		ks[i], qs[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	outputs := func(chunk int, maxKV int) [][]float64 {
+		c, _ := New(specs, Options{MaxKV: maxKV})
+		var out [][]float64
+		for done := 0; done < total; {
+			n := min(chunk, total-done)
+			if _, err := c.Begin(n); err != nil {
+				t.Fatal(err)
+			}
+			k, _ := tensor.FromF32(ks[done*4:(done+n)*4], n, 1, 4)
+			v, err := c.Append(0, k, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := make([][]float32, n)
+			for i := range q {
+				q[i] = qs[(done+i)*4 : (done+i+1)*4]
+			}
+			out = append(out, attendView(v, q, 1)...)
+			if err := c.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			done += n
+		}
+		return out
+	}
+	for _, maxKV := range []int{0, 5} {
+		want := outputs(1, maxKV)
+		for _, chunk := range []int{2, 3, 7, 13, 60} {
+			got := outputs(chunk, maxKV)
+			for i := range want {
+				for j := range want[i] {
+					if math.Abs(got[i][j]-want[i][j]) > 1e-12 {
+						t.Fatalf("max-kv %d chunk %d: row %d differs from token-by-token", maxKV, chunk, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// decodeAttention is a plain float32 single-query attention over a view,
+// the work a decode step does per layer.
+func decodeAttention(out, q []float32, view View, hq int) {
+	hkv, d := view.K.Shape[1], view.K.Shape[2]
+	kf, vf := view.K.F32(), view.V.F32()
+	nk := view.K.Shape[0]
+	scores := make([]float32, nk)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	for h := 0; h < hq; h++ {
+		kh := h / (hq / hkv)
+		best := float32(math.Inf(-1))
+		for j := 0; j < nk; j++ {
+			row := kf[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+			var s float32
+			for x, qv := range q[h*d : (h+1)*d] {
+				s += qv * row[x]
+			}
+			scores[j] = s * scale
+			best = max(best, scores[j])
+		}
+		var sum float32
+		for j := range scores {
+			scores[j] = float32(math.Exp(float64(scores[j] - best)))
+			sum += scores[j]
+		}
+		o := out[h*d : (h+1)*d]
+		clear(o)
+		for j := 0; j < nk; j++ {
+			w := scores[j] / sum
+			row := vf[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+			for x := range o {
+				o[x] += w * row[x]
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeStep measures Begin+Append+attention+Commit for one decode
+// token at a steady live window (trimming every step), per layer.
+func BenchmarkDecodeStep(b *testing.B) {
+	for _, live := range []int{1 << 10, 8 << 10, 32 << 10} {
+		for _, q8 := range []bool{false, true} {
+			name := fmt.Sprintf("live=%dk", live>>10)
+			if q8 {
+				name += "/q8"
+			}
+			b.Run(name, func(b *testing.B) {
+				if testing.Short() && live > 8<<10 {
+					b.Skip("-short")
+				}
+				const hkv, d, hq = 2, 128, 8
+				specs := []LayerSpec{global(hkv, d)}
+				c, err := New(specs, Options{MaxKV: live, Quantized8: q8})
+				if err != nil {
+					b.Fatal(err)
+				}
+				feed(b, c, specs, live+16, 1024)
+				k := tensor.New(tensor.F32, 1, hkv, d)
+				for i := range k.F32() {
+					k.F32()[i] = float32(i%7) / 7
+				}
+				q := make([]float32, hq*d)
+				out := make([]float32, hq*d)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := c.Begin(1); err != nil {
+						b.Fatal(err)
+					}
+					v, err := c.Append(0, k, k)
+					if err != nil {
+						b.Fatal(err)
+					}
+					decodeAttention(out, q, v, hq)
+					if err := c.Commit(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkAppendOnly isolates the cache's own cost per decode step.
+func BenchmarkAppendOnly(b *testing.B) {
+	for _, live := range []int{1 << 10, 8 << 10, 32 << 10} {
+		b.Run(fmt.Sprintf("live=%dk", live>>10), func(b *testing.B) {
+			specs := []LayerSpec{global(2, 128), sliding(2, 128, 512)}
+			c, _ := New(specs, Options{MaxKV: live})
+			feed(b, c, specs, live+16, 1024)
+			k := tensor.New(tensor.F32, 1, 2, 128)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.Begin(1)
+				c.Append(0, k, k)
+				c.Append(1, k, k)
+				c.Commit()
+			}
+		})
+	}
+}

@@ -1,0 +1,665 @@
+package kvcache
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"mlxchat/tensor"
+)
+
+// This file holds the brute-force reference the cache is checked against:
+// it keeps every appended key and value by absolute position, tracks the set
+// of live positions per layer with plain sorted slices (no rings, no spans),
+// and computes attention in float64 over absolute positions.
+
+// refCache mirrors the documented policy with the simplest possible data.
+type refCache struct {
+	specs    []LayerSpec
+	maxKV    int
+	sink     int
+	didTrim  bool
+	sinkKept int
+	offset   int
+	trimmed  int
+	open     bool
+	n        int
+	live     [][]int             // per owning layer: sorted live positions
+	keys     []map[int][]float32 // per owning layer: rotated K row by position
+	vals     []map[int][]float32 // per owning layer: V row by position
+	appended map[int]bool        // owning layers appended in the open chunk
+	// capAtBegin is MaxKV as of the last accepted Begin (0 = unlimited):
+	// SetMaxKV trims lazily, so live may exceed a new cap until then.
+	capAtBegin int
+}
+
+func newRef(specs []LayerSpec, opts Options) *refCache {
+	r := &refCache{specs: specs, maxKV: opts.MaxKV}
+	switch {
+	case opts.Sink == 0:
+		r.sink = 4
+	case opts.Sink > 0:
+		r.sink = opts.Sink
+	}
+	r.reset()
+	return r
+}
+
+func (r *refCache) reset() {
+	r.live = make([][]int, len(r.specs))
+	r.keys = make([]map[int][]float32, len(r.specs))
+	r.vals = make([]map[int][]float32, len(r.specs))
+	for i := range r.specs {
+		r.keys[i] = map[int][]float32{}
+		r.vals[i] = map[int][]float32{}
+	}
+	r.offset, r.trimmed, r.didTrim, r.sinkKept, r.open, r.n, r.capAtBegin = 0, 0, false, 0, false, 0, 0
+}
+
+func (r *refCache) owner(l int) int {
+	if r.specs[l].SharedFrom >= 0 {
+		return r.specs[l].SharedFrom
+	}
+	return l
+}
+
+func (r *refCache) hasGlobal() bool {
+	for _, s := range r.specs {
+		if s.SharedFrom < 0 && s.Window == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *refCache) effSink() int {
+	s := r.sink
+	if r.maxKV > 0 {
+		s = min(s, r.maxKV/2)
+	}
+	if r.didTrim {
+		s = min(s, r.sinkKept)
+	}
+	return s
+}
+
+func (r *refCache) maxChunk() int {
+	if r.maxKV == 0 || !r.hasGlobal() {
+		return math.MaxInt
+	}
+	return r.maxKV - r.effSink()
+}
+
+// window is the effective window of layer l: min(Window, MaxKV).
+func (r *refCache) window(l int) int {
+	w := r.specs[l].Window
+	if w > 0 && r.maxKV > 0 && r.maxKV < w {
+		w = r.maxKV
+	}
+	return w
+}
+
+func (r *refCache) keepWindow() {
+	for l, s := range r.specs {
+		if s.SharedFrom >= 0 || s.Window == 0 {
+			continue
+		}
+		if keep := r.window(l) - 1; len(r.live[l]) > keep {
+			r.live[l] = r.live[l][len(r.live[l])-keep:]
+		}
+	}
+}
+
+// begin returns the expected trim (dropped, live before) and whether the
+// chunk is accepted.
+func (r *refCache) begin(n int) (TrimEvent, bool) {
+	if n > r.maxChunk() {
+		return TrimEvent{}, false
+	}
+	var ev TrimEvent
+	if r.maxKV > 0 {
+		sink := r.effSink()
+		for l, s := range r.specs {
+			if s.SharedFrom >= 0 || s.Window != 0 {
+				continue
+			}
+			live := r.live[l]
+			if len(live)+n <= r.maxKV {
+				continue
+			}
+			for i := 0; i < sink; i++ {
+				if live[i] != i {
+					panic(fmt.Sprintf("reference: sink position %d missing from %v", i, live))
+				}
+			}
+			d := len(live) + n - r.maxKV
+			ev = TrimEvent{Dropped: d, LiveBefore: len(live), LiveAfter: len(live) - d, Kind: TrimKindGlobal}
+			r.live[l] = append(live[:sink:sink], live[sink+d:]...)
+		}
+		if ev.Dropped > 0 {
+			r.trimmed += ev.Dropped
+			r.didTrim = true
+			r.sinkKept = sink
+		}
+	}
+	r.keepWindow()
+	r.capAtBegin = r.maxKV
+	r.open, r.n = true, n
+	r.appended = map[int]bool{}
+	return ev, true
+}
+
+func (r *refCache) append(l int, k, v [][]float32) {
+	for i := range k {
+		p := r.offset + i
+		r.live[l] = append(r.live[l], p)
+		r.keys[l][p] = k[i]
+		r.vals[l][p] = v[i]
+	}
+	r.appended[l] = true
+}
+
+func (r *refCache) commit() {
+	r.offset += r.n
+	r.open, r.n = false, 0
+	r.keepWindow()
+}
+
+func (r *refCache) abort() {
+	for l := range r.appended {
+		r.live[l] = r.live[l][:len(r.live[l])-r.n]
+	}
+	r.open, r.n = false, 0
+}
+
+// visible lists the positions query position qp of layer l may attend.
+func (r *refCache) visible(l, qp int) []int {
+	o := r.owner(l)
+	w := r.window(l)
+	var out []int
+	for _, p := range r.live[o] {
+		if p <= qp && (w == 0 || qp-p < w) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// attend computes attention for rotated query rows q[i] (hq heads of d) at
+// positions offset+i over the reference's live keys of layer l.
+func (r *refCache) attend(l int, q [][]float32, hq int) [][]float64 {
+	o := r.owner(l)
+	spec := r.specs[o]
+	d, hkv := spec.HeadDim, spec.KVHeads
+	out := make([][]float64, len(q))
+	for i := range q {
+		qp := r.offset + i
+		vis := r.visible(l, qp)
+		out[i] = make([]float64, hq*d)
+		for h := 0; h < hq; h++ {
+			kh := h / (hq / hkv)
+			scores := make([]float64, len(vis))
+			best := math.Inf(-1)
+			for j, p := range vis {
+				s := 0.0
+				for x := 0; x < d; x++ {
+					s += float64(q[i][h*d+x]) * float64(r.keys[o][p][kh*d+x])
+				}
+				scores[j] = s / math.Sqrt(float64(d))
+				best = max(best, scores[j])
+			}
+			sum := 0.0
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - best)
+				sum += scores[j]
+			}
+			for j, p := range vis {
+				for x := 0; x < d; x++ {
+					out[i][h*d+x] += scores[j] / sum * float64(r.vals[o][p][kh*d+x])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// attendView computes the same attention from a cache View using only the
+// view's tensors and mask.
+func attendView(view View, q [][]float32, hq int) [][]float64 {
+	hkv, d := view.K.Shape[1], view.K.Shape[2]
+	kf, vf := view.K.F32(), view.V.F32()
+	pos := view.Mask.KeyPositions()
+	out := make([][]float64, len(q))
+	for i := range q {
+		qp := view.Mask.QueryStart + i
+		out[i] = make([]float64, hq*d)
+		for h := 0; h < hq; h++ {
+			kh := h / (hq / hkv)
+			scores := make([]float64, len(pos))
+			best := math.Inf(-1)
+			for j, p := range pos {
+				if !view.Mask.Allowed(qp, p) {
+					scores[j] = math.Inf(-1)
+					continue
+				}
+				s := 0.0
+				row := kf[(j*hkv+kh)*d:]
+				for x := 0; x < d; x++ {
+					s += float64(q[i][h*d+x]) * float64(row[x])
+				}
+				scores[j] = s / math.Sqrt(float64(d))
+				best = max(best, scores[j])
+			}
+			sum := 0.0
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - best)
+				sum += scores[j]
+			}
+			for j := range pos {
+				if scores[j] == 0 {
+					continue
+				}
+				row := vf[(j*hkv+kh)*d:]
+				for x := 0; x < d; x++ {
+					out[i][h*d+x] += scores[j] / sum * float64(row[x])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rope rotates one token row (heads x dim, half-split convention, base 1e4)
+// at absolute position pos, in float64, rounding the result to float32.
+func rope(x []float32, pos, heads, dim int) []float32 {
+	out := make([]float32, len(x))
+	half := dim / 2
+	for h := 0; h < heads; h++ {
+		for i := 0; i < half; i++ {
+			theta := float64(pos) * math.Pow(10000, -2*float64(i)/float64(dim))
+			c, s := math.Cos(theta), math.Sin(theta)
+			a, b := float64(x[h*dim+i]), float64(x[h*dim+half+i])
+			out[h*dim+i] = float32(a*c - b*s)
+			out[h*dim+half+i] = float32(a*s + b*c)
+		}
+	}
+	return out
+}
+
+// chooser drives random schedules: *rand.Rand for seeded runs, byteChooser
+// for the fuzzer.
+type chooser interface{ Intn(n int) int }
+
+type byteChooser struct {
+	b []byte
+	i int
+}
+
+func (c *byteChooser) Intn(n int) int {
+	if n <= 1 || c.i >= len(c.b) {
+		return 0
+	}
+	x := int(c.b[c.i])
+	c.i++
+	if n > 256 && c.i < len(c.b) {
+		x = x<<8 | int(c.b[c.i])
+		c.i++
+	}
+	return x % n
+}
+
+func (c *byteChooser) done() bool { return c.i >= len(c.b) }
+
+// harness runs chunks through a Cache and the reference side by side and
+// checks every view.
+type harness struct {
+	t      testing.TB
+	c      *Cache
+	ref    *refCache
+	specs  []LayerSpec
+	hq     []int // query heads per layer
+	data   *rand.Rand
+	tol    float64 // on attention outputs
+	rowTol float64 // on stored K/V values (0: bit-exact)
+	q8     bool
+	checks int // views checked
+}
+
+func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSeed int64) *harness {
+	t.Helper()
+	c, err := New(specs, opts)
+	if err != nil {
+		t.Fatalf("New(%+v, %+v): %v", specs, opts, err)
+	}
+	h := &harness{t: t, c: c, ref: newRef(specs, opts), specs: specs, hq: hq, data: rand.New(rand.NewSource(dataSeed)), tol: 1e-9, q8: opts.Quantized8}
+	if opts.Quantized8 {
+		h.tol, h.rowTol = 0.08, 1
+	}
+	return h
+}
+
+func (h *harness) randRows(n, width int) [][]float32 {
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = make([]float32, width)
+		for j := range rows[i] {
+			rows[i][j] = float32(h.data.NormFloat64())
+		}
+	}
+	return rows
+}
+
+func toTensor(rows [][]float32, heads, dim int) *tensor.Tensor {
+	t := tensor.New(tensor.F32, len(rows), heads, dim)
+	f := t.F32()
+	for i, r := range rows {
+		copy(f[i*heads*dim:], r)
+	}
+	return t
+}
+
+// chunk runs one chunk of n tokens. abortAt >= 0 aborts the chunk before
+// layer abortAt. It returns false when Begin refused the chunk (as the
+// reference predicted).
+func (h *harness) chunk(n, abortAt int) bool {
+	h.t.Helper()
+	t := h.t
+	wantEv, ok := h.ref.begin(n)
+	ev, err := h.c.Begin(n)
+	if !ok {
+		if err == nil {
+			t.Fatalf("Begin(%d) with max chunk %d: want an error, got none", n, h.ref.maxChunk())
+		}
+		if !strings.Contains(err.Error(), "cannot fit") {
+			t.Fatalf("Begin(%d): unexpected error %v", n, err)
+		}
+		if mc := h.c.MaxChunk(); mc != h.ref.maxChunk() {
+			t.Fatalf("MaxChunk() = %d, reference %d", mc, h.ref.maxChunk())
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("Begin(%d) at offset %d, max-kv %d, max chunk %d: %v", n, h.ref.offset, h.ref.maxKV, h.ref.maxChunk(), err)
+	}
+	if ev != wantEv {
+		t.Fatalf("Begin(%d) at offset %d: trim %+v, reference %+v", n, h.ref.offset, ev, wantEv)
+	}
+	pos0 := h.c.Offset()
+	if pos0 != h.ref.offset {
+		t.Fatalf("Offset() = %d, reference %d", pos0, h.ref.offset)
+	}
+	views := make([]View, len(h.specs))
+	for l, spec := range h.specs {
+		if l == abortAt {
+			h.c.Abort()
+			h.ref.abort()
+			h.checkStats()
+			return true
+		}
+		hkv, d := spec.KVHeads, spec.HeadDim
+		rawQ := h.randRows(n, h.hq[l]*d)
+		q := make([][]float32, n)
+		for i := range rawQ {
+			q[i] = rope(rawQ[i], pos0+i, h.hq[l], d)
+		}
+		var view View
+		if spec.SharedFrom < 0 {
+			rawK, v := h.randRows(n, hkv*d), h.randRows(n, hkv*d)
+			kc, kr := make([][]float32, n), make([][]float32, n)
+			for i := range rawK {
+				kc[i] = rope(rawK[i], pos0+i, hkv, d)         // positions from Offset()
+				kr[i] = rope(rawK[i], h.ref.offset+i, hkv, d) // the reference's own count
+			}
+			view, err = h.c.Append(l, toTensor(kc, hkv, d), toTensor(v, hkv, d))
+			if err != nil {
+				t.Fatalf("Append(layer %d, %d tokens) at offset %d: %v", l, n, pos0, err)
+			}
+			h.ref.append(l, kr, v)
+		} else {
+			view, err = h.c.Shared(l)
+			if err != nil {
+				t.Fatalf("Shared(%d): %v", l, err)
+			}
+			src := views[spec.SharedFrom]
+			if view.K != src.K || view.V != src.V || !slices.Equal(view.Mask.Keys, src.Mask.Keys) || view.Mask.Window != src.Mask.Window {
+				t.Fatalf("Shared(%d) differs from source layer %d's view", l, spec.SharedFrom)
+			}
+		}
+		views[l] = view
+		h.checkView(l, n, view)
+		got := attendView(view, q, h.hq[l])
+		want := h.ref.attend(l, q, h.hq[l])
+		for i := range got {
+			for j := range got[i] {
+				if diff := math.Abs(got[i][j] - want[i][j]); diff > h.tol || math.IsNaN(got[i][j]) {
+					t.Fatalf("layer %d row %d (position %d) value %d: cache %v, reference %v (keys %v)", l, i, pos0+i, j, got[i][j], want[i][j], view.Mask.Keys)
+				}
+			}
+		}
+	}
+	if err := h.c.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	h.ref.commit()
+	h.checkStats()
+	return true
+}
+
+// checkView asserts the structural invariants of one view.
+func (h *harness) checkView(l, n int, view View) {
+	h.t.Helper()
+	t := h.t
+	h.checks++
+	o := h.ref.owner(l)
+	spec := h.specs[o]
+	m := view.Mask
+	keys := m.KeyLen()
+	if err := tensor.CheckShape("K", view.K, tensor.F32, keys, spec.KVHeads, spec.HeadDim); err != nil {
+		t.Fatalf("layer %d: %v (mask keys %d)", l, err, keys)
+	}
+	if err := tensor.CheckShape("V", view.V, tensor.F32, keys, spec.KVHeads, spec.HeadDim); err != nil {
+		t.Fatalf("layer %d: %v", l, err)
+	}
+	if m.QueryStart != h.ref.offset || m.Rows != n || m.Window != h.ref.window(l) {
+		t.Fatalf("layer %d: mask query %d rows %d window %d; want %d, %d, %d", l, m.QueryStart, m.Rows, m.Window, h.ref.offset, n, h.ref.window(l))
+	}
+	pos := m.KeyPositions()
+	sorted := slices.Clone(pos)
+	slices.Sort(sorted)
+	if !slices.Equal(sorted, h.ref.live[o]) {
+		t.Fatalf("layer %d: view positions %v, reference live %v", l, sorted, h.ref.live[o])
+	}
+	if spec.Window == 0 && h.ref.maxKV > 0 && keys > h.ref.maxKV {
+		t.Fatalf("layer %d: global view has %d keys over max-kv %d", l, keys, h.ref.maxKV)
+	}
+	// Every row sees at least one key, and exactly the reference's set.
+	for q := 0; q < n; q++ {
+		qp := m.QueryStart + q
+		var seen []int
+		for _, p := range pos {
+			if m.Allowed(qp, p) {
+				seen = append(seen, p)
+			}
+		}
+		if len(seen) == 0 {
+			t.Fatalf("layer %d: row %d (position %d) fully masked", l, q, qp)
+		}
+		if w := m.Window; w > 0 && len(seen) > w {
+			t.Fatalf("layer %d: row %d sees %d keys, window %d", l, q, len(seen), w)
+		}
+		slices.Sort(seen)
+		if !slices.Equal(seen, h.ref.visible(l, qp)) {
+			t.Fatalf("layer %d: row %d sees %v, reference %v", l, q, seen, h.ref.visible(l, qp))
+		}
+	}
+	// Every stored row is the one appended at its position.
+	row := spec.KVHeads * spec.HeadDim
+	kf, vf := view.K.F32(), view.V.F32()
+	for j, p := range pos {
+		for x := 0; x < row; x++ {
+			gk, wk := kf[j*row+x], h.ref.keys[o][p][x]
+			gv, wv := vf[j*row+x], h.ref.vals[o][p][x]
+			if h.rowTol == 0 {
+				if gk != wk || gv != wv {
+					t.Fatalf("layer %d key %d (position %d) elem %d: K %v V %v, appended K %v V %v", l, j, p, x, gk, gv, wk, wv)
+				}
+				continue
+			}
+			hd := x / spec.HeadDim * spec.HeadDim
+			if math.Abs(float64(gk-wk)) > absmax(h.ref.keys[o][p][hd:hd+spec.HeadDim])/127*0.5001 ||
+				math.Abs(float64(gv-wv)) > absmax(h.ref.vals[o][p][hd:hd+spec.HeadDim])/127*0.5001 {
+				t.Fatalf("layer %d key %d (position %d) elem %d: K %v V %v, appended K %v V %v (beyond 8-bit rounding)", l, j, p, x, gk, gv, wk, wv)
+			}
+		}
+	}
+}
+
+func absmax(x []float32) float64 {
+	m := 0.0
+	for _, v := range x {
+		m = max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+// checkStats compares Stats with the reference between chunks.
+func (h *harness) checkStats() {
+	h.t.Helper()
+	t := h.t
+	s := h.c.Stats()
+	if s.Offset != h.ref.offset || s.Trimmed != h.ref.trimmed || s.MaxKV != h.ref.maxKV || s.Sink != h.ref.effSink() {
+		t.Fatalf("stats %+v; reference offset %d trimmed %d max-kv %d sink %d", s, h.ref.offset, h.ref.trimmed, h.ref.maxKV, h.ref.effSink())
+	}
+	if h.c.MaxChunk() != h.ref.maxChunk() {
+		t.Fatalf("MaxChunk() = %d, reference %d", h.c.MaxChunk(), h.ref.maxChunk())
+	}
+	var total int64
+	for l, ls := range s.Layers {
+		o := h.ref.owner(l)
+		if ls.Live != len(h.ref.live[o]) {
+			t.Fatalf("layer %d: stats live %d, reference %d", l, ls.Live, len(h.ref.live[o]))
+		}
+		if h.specs[l].SharedFrom < 0 {
+			if ls.Capacity < ls.Live {
+				t.Fatalf("layer %d: capacity %d below live %d", l, ls.Capacity, ls.Live)
+			}
+			total += ls.Bytes
+		}
+		if h.specs[o].Window == 0 && h.ref.capAtBegin > 0 && ls.Live > h.ref.capAtBegin {
+			t.Fatalf("layer %d: %d live keys over the max-kv %d of the last chunk", l, ls.Live, h.ref.capAtBegin)
+		}
+	}
+	if total != s.Bytes {
+		t.Fatalf("stats bytes %d, sum of layers %d", s.Bytes, total)
+	}
+	if h.ref.offset != s.Offset {
+		t.Fatalf("offset %d, reference %d", s.Offset, h.ref.offset)
+	}
+}
+
+func (h *harness) setMaxKV(n int) {
+	h.t.Helper()
+	if err := h.c.SetMaxKV(n); err != nil {
+		h.t.Fatalf("SetMaxKV(%d): %v", n, err)
+	}
+	h.ref.maxKV = n
+	h.checkStats()
+}
+
+func (h *harness) setSink(n int) {
+	h.t.Helper()
+	if err := h.c.SetSink(n); err != nil {
+		h.t.Fatalf("SetSink(%d): %v", n, err)
+	}
+	h.ref.sink = n
+	h.checkStats()
+}
+
+func (h *harness) reset() {
+	h.c.Reset()
+	h.ref.reset()
+	h.checkStats()
+	if s := h.c.Stats(); s.Bytes != 0 {
+		h.t.Fatalf("Reset kept %d bytes", s.Bytes)
+	}
+}
+
+// randomConfig draws layer specs, query heads and options.
+func randomConfig(ch chooser, q8 bool) ([]LayerSpec, []int, Options) {
+	nOwn := 1 + ch.Intn(4)
+	var specs []LayerSpec
+	var hq []int
+	for i := 0; i < nOwn; i++ {
+		sp := LayerSpec{KVHeads: 1 + ch.Intn(2), HeadDim: 2 * (1 + ch.Intn(4)), SharedFrom: -1}
+		if ch.Intn(2) == 1 {
+			sp.Window = 1 + ch.Intn(24)
+		}
+		specs = append(specs, sp)
+		hq = append(hq, sp.KVHeads*(1+ch.Intn(2)))
+	}
+	for i, nShared := 0, ch.Intn(3); i < nShared; i++ {
+		src := ch.Intn(nOwn)
+		sp := specs[src]
+		sp.SharedFrom = src
+		specs = append(specs, sp)
+		hq = append(hq, sp.KVHeads*(1+ch.Intn(2)))
+	}
+	opts := Options{Quantized8: q8}
+	if ch.Intn(3) > 0 {
+		opts.MaxKV = 2 + ch.Intn(60)
+	}
+	switch ch.Intn(3) {
+	case 1:
+		opts.Sink = NoSink
+	case 2:
+		opts.Sink = 1 + ch.Intn(10)
+	}
+	opts.Step = []int{0, 1, 2, 3, 8}[ch.Intn(5)]
+	return specs, hq, opts
+}
+
+// runSchedule plays a random schedule of prefill chunks, decode steps,
+// max-kv changes (raised and lowered), sink changes, refused chunks, aborts
+// and resets, checking every view against the reference.
+func runSchedule(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *harness {
+	specs, hq, opts := randomConfig(ch, q8)
+	h := newHarness(t, specs, hq, opts, dataSeed)
+	for s := 0; s < steps; s++ {
+		if bc, ok := ch.(*byteChooser); ok && bc.done() {
+			break
+		}
+		mc := min(h.ref.maxChunk(), 40)
+		switch op := ch.Intn(12); {
+		case op < 4:
+			h.chunk(1+ch.Intn(mc), -1)
+		case op < 7:
+			for i, k := 0, 1+ch.Intn(12); i < k; i++ {
+				h.chunk(1, -1)
+			}
+		case op == 7:
+			if ch.Intn(4) == 0 {
+				h.setMaxKV(0)
+			} else {
+				h.setMaxKV(1 + ch.Intn(64))
+			}
+		case op == 8:
+			h.setSink(ch.Intn(12))
+		case op == 9:
+			if h.ref.maxChunk() < math.MaxInt {
+				h.chunk(h.ref.maxChunk()+1+ch.Intn(5), -1) // refused
+			}
+		case op == 10:
+			h.chunk(1+ch.Intn(mc), ch.Intn(len(specs)))
+		default:
+			if ch.Intn(6) == 0 {
+				h.reset()
+			} else {
+				h.chunk(1+ch.Intn(mc), -1)
+			}
+		}
+	}
+	return h
+}
