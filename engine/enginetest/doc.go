@@ -1,0 +1,8 @@
+// Package enginetest writes a tiny but complete model directory for tests
+// of the engine and the CLI: a random Gemma 3n checkpoint from models/synth
+// (vocabulary 512) with a matching small SentencePiece-style BPE
+// tokenizer.json (byte fallback, Gemma's special-token ids) and a Gemma-like
+// chat template in tokenizer_config.json.
+//
+// It may import models/synth and the standard library; only tests use it.
+package enginetest
