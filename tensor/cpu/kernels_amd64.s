@@ -7,14 +7,14 @@
 // elements as [8 even][8 odd] so low and high nibbles of 8 bytes line up
 // with two vectors of x. A "step" consumes 16 elements of a row and 64
 // bytes of x; a group has steps = groupSize/16 of them (2, 4 or 8).
-
-DATA nibmask<>+0(SB)/4, $0x0000000f
-GLOBL nibmask<>(SB), RODATA|NOPTR, $4
+// (The 4-bit x layout is refined further: see DEC4.)
 
 #define HSUM(y, x, xt) VEXTRACTF128 $1, y, xt; VADDPS xt, x, x; VHADDPS x, x, x; VHADDPS x, x, x
 
-// 4-bit decode of 8 bytes at wo(AX): lo nibbles -> wa, hi nibbles -> wb.
-#define DEC4(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPSRLD $4, wa, wb; VPAND Y15, wa, wa; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
+// 4-bit decode of 8 bytes at wo(AX): whole bytes (16·hi+lo) -> wa, high
+// nibbles -> wb. Paired with x laid out as [even] and [odd - 16·even] this
+// gives lo·even + hi·odd without masking the low nibble.
+#define DEC4(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPSRLD $4, wa, wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
 
 // 8-bit decode of 16 bytes at wo(AX): bytes 0-7 -> wa, bytes 8-15 -> wb.
 #define DEC8(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPMOVZXBD wo+8(AX), wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
@@ -32,6 +32,70 @@ GLOBL nibmask<>(SB), RODATA|NOPTR, $4
 	VFMADD231PS 32(DX), wb, Y5; \
 	VFMADD231PS (DX)(R14*1), wa, Y6; \
 	VFMADD231PS 32(DX)(R14*1), wb, Y7
+
+// One step of a single-row kernel: decode 16 elements at wo(AX) into
+// Y8/Y9 and multiply (first steps of a group) or accumulate (later steps)
+// with x at xo(BX).
+#define M4(wo, xo, acca, accb) DEC4(wo, Y8, Y9); VMULPS xo(BX), Y8, acca; VMULPS xo+32(BX), Y9, accb
+#define F4(wo, xo, acca, accb) DEC4(wo, Y10, Y11); FMA1(xo, Y10, Y11, acca, accb)
+#define M8(wo, xo, acca, accb) DEC8(wo, Y8, Y9); VMULPS xo(BX), Y8, acca; VMULPS xo+32(BX), Y9, accb
+#define F8(wo, xo, acca, accb) DEC8(wo, Y10, Y11); FMA1(xo, Y10, Y11, acca, accb)
+
+// Whole groups, unrolled: 32, 64 or 128 elements into partial sums Y1, Y2.
+// Each group starts fresh chains (VMULPS), so out-of-order execution
+// overlaps consecutive groups and two accumulators suffice.
+#define G4_32 M4(0, 0, Y1, Y2); F4(8, 64, Y1, Y2)
+#define G4_64 G4_32; F4(16, 128, Y1, Y2); F4(24, 192, Y1, Y2)
+#define G4_128 G4_64; F4(32, 256, Y1, Y2); F4(40, 320, Y1, Y2); F4(48, 384, Y1, Y2); F4(56, 448, Y1, Y2)
+#define G8_32 M8(0, 0, Y1, Y2); F8(16, 64, Y1, Y2)
+#define G8_64 G8_32; F8(32, 128, Y1, Y2); F8(48, 192, Y1, Y2)
+#define G8_128 G8_64; F8(64, 256, Y1, Y2); F8(80, 320, Y1, Y2); F8(96, 384, Y1, Y2); F8(112, 448, Y1, Y2)
+
+// Single-row kernel prologue and per-row parts; see q4x1g64 for the
+// argument list. Registers: DI weight row, SI scales row, R8 biases row,
+// R9 xs, R12 dst, R10 groups, R13 gpad, AX weight cursor, BX x cursor,
+// CX group index, Y0 row total.
+#define Q1ENTRY \
+	MOVQ w+0(FP), DI; \
+	MOVQ s+8(FP), SI; \
+	MOVQ b+16(FP), R8; \
+	MOVQ xs+32(FP), R9; \
+	MOVQ dst+40(FP), R12; \
+	MOVQ groups+56(FP), R10; \
+	MOVQ gpad+64(FP), R13
+
+#define Q1ROW \
+	MOVQ DI, AX; \
+	MOVQ x+24(FP), BX; \
+	VXORPS Y0, Y0, Y0; \
+	XORQ CX, CX
+
+#define Q1SCALE(wadv, xadv) \
+	VADDPS Y2, Y1, Y1; \
+	VBROADCASTSS (SI)(CX*4), Y5; \
+	VFMADD231PS Y5, Y1, Y0; \
+	ADDQ $wadv, AX; \
+	ADDQ $xadv, BX; \
+	INCQ CX; \
+	CMPQ CX, R10
+
+#define Q1BIASSETUP XORQ CX, CX
+
+#define Q1BIASBODY \
+	VMOVUPS (R8)(CX*4), Y5; \
+	VFMADD231PS (R9)(CX*4), Y5, Y0; \
+	ADDQ $8, CX; \
+	CMPQ CX, R13
+
+#define Q1STORE \
+	HSUM(Y0, X0, X1); \
+	VMOVSS X0, (R12); \
+	ADDQ $4, R12; \
+	ADDQ wstride+80(FP), DI; \
+	LEAQ (SI)(R13*4), SI; \
+	LEAQ (R8)(R13*4), R8; \
+	DECQ rows+48(FP)
+
 
 // Tail of the 4-row kernels, in three parts around the bias loop label:
 // add Σ_g b_g·xs[r][g] to Y8..Y11, reduce, store the four results and
@@ -105,130 +169,129 @@ GLOBL nibmask<>(SB), RODATA|NOPTR, $4
 	VXORPS Y11, Y11, Y11; \
 	XORQ CX, CX
 
-// func q4x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q4x1(SB), NOSPLIT, $0-88
-	MOVQ w+0(FP), DI
-	MOVQ s+8(FP), SI
-	MOVQ b+16(FP), R8
-	MOVQ xs+32(FP), R9
-	MOVQ dst+40(FP), R12
-	MOVQ groups+56(FP), R10
-	MOVQ steps+72(FP), R11
-	VPBROADCASTD nibmask<>(SB), Y15
+// func q4x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q4x1g32(SB), NOSPLIT, $0-88
+	Q1ENTRY
 
 row:
-	MOVQ DI, AX
-	MOVQ x+24(FP), BX
-	VXORPS Y0, Y0, Y0
-	XORQ CX, CX
+	Q1ROW
 
 group:
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	MOVQ R11, R13
-
-step:
-	DEC4(0, Y8, Y9)
-	DEC4(8, Y10, Y11)
-	FMA1(0, Y8, Y9, Y1, Y2)
-	FMA1(64, Y10, Y11, Y3, Y4)
-	ADDQ $16, AX
-	ADDQ $128, BX
-	SUBQ $2, R13
-	JNZ  step
-
-	VADDPS       Y2, Y1, Y1
-	VADDPS       Y4, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VBROADCASTSS (SI)(CX*4), Y5
-	VFMADD231PS  Y5, Y1, Y0
-	INCQ         CX
-	CMPQ         CX, R10
-	JLT          group
-
-	XORQ CX, CX
-	MOVQ gpad+64(FP), R13
+	G4_32
+	Q1SCALE(16, 128)
+	JLT group
+	Q1BIASSETUP
 
 bias:
-	VMOVUPS     (R8)(CX*4), Y5
-	VFMADD231PS (R9)(CX*4), Y5, Y0
-	ADDQ        $8, CX
-	CMPQ        CX, R13
-	JLT         bias
-
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, (R12)
-	ADDQ   $4, R12
-	ADDQ   wstride+80(FP), DI
-	LEAQ   (SI)(R13*4), SI
-	LEAQ   (R8)(R13*4), R8
-	DECQ   rows+48(FP)
-	JNZ    row
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
 	VZEROUPPER
 	RET
 
-// func q8x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q8x1(SB), NOSPLIT, $0-88
-	MOVQ w+0(FP), DI
-	MOVQ s+8(FP), SI
-	MOVQ b+16(FP), R8
-	MOVQ xs+32(FP), R9
-	MOVQ dst+40(FP), R12
-	MOVQ groups+56(FP), R10
-	MOVQ steps+72(FP), R11
+// func q4x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q4x1g64(SB), NOSPLIT, $0-88
+	Q1ENTRY
 
 row:
-	MOVQ DI, AX
-	MOVQ x+24(FP), BX
-	VXORPS Y0, Y0, Y0
-	XORQ CX, CX
+	Q1ROW
 
 group:
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	MOVQ R11, R13
-
-step:
-	DEC8(0, Y8, Y9)
-	DEC8(16, Y10, Y11)
-	FMA1(0, Y8, Y9, Y1, Y2)
-	FMA1(64, Y10, Y11, Y3, Y4)
-	ADDQ $32, AX
-	ADDQ $128, BX
-	SUBQ $2, R13
-	JNZ  step
-
-	VADDPS       Y2, Y1, Y1
-	VADDPS       Y4, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VBROADCASTSS (SI)(CX*4), Y5
-	VFMADD231PS  Y5, Y1, Y0
-	INCQ         CX
-	CMPQ         CX, R10
-	JLT          group
-
-	XORQ CX, CX
-	MOVQ gpad+64(FP), R13
+	G4_64
+	Q1SCALE(32, 256)
+	JLT group
+	Q1BIASSETUP
 
 bias:
-	VMOVUPS     (R8)(CX*4), Y5
-	VFMADD231PS (R9)(CX*4), Y5, Y0
-	ADDQ        $8, CX
-	CMPQ        CX, R13
-	JLT         bias
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
+	VZEROUPPER
+	RET
 
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, (R12)
-	ADDQ   $4, R12
-	ADDQ   wstride+80(FP), DI
-	LEAQ   (SI)(R13*4), SI
-	LEAQ   (R8)(R13*4), R8
-	DECQ   rows+48(FP)
-	JNZ    row
+// func q4x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q4x1g128(SB), NOSPLIT, $0-88
+	Q1ENTRY
+
+row:
+	Q1ROW
+
+group:
+	G4_128
+	Q1SCALE(64, 512)
+	JLT group
+	Q1BIASSETUP
+
+bias:
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
+	VZEROUPPER
+	RET
+
+// func q8x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q8x1g32(SB), NOSPLIT, $0-88
+	Q1ENTRY
+
+row:
+	Q1ROW
+
+group:
+	G8_32
+	Q1SCALE(32, 128)
+	JLT group
+	Q1BIASSETUP
+
+bias:
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
+	VZEROUPPER
+	RET
+
+// func q8x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q8x1g64(SB), NOSPLIT, $0-88
+	Q1ENTRY
+
+row:
+	Q1ROW
+
+group:
+	G8_64
+	Q1SCALE(64, 256)
+	JLT group
+	Q1BIASSETUP
+
+bias:
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
+	VZEROUPPER
+	RET
+
+// func q8x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+TEXT ·q8x1g128(SB), NOSPLIT, $0-88
+	Q1ENTRY
+
+row:
+	Q1ROW
+
+group:
+	G8_128
+	Q1SCALE(128, 512)
+	JLT group
+	Q1BIASSETUP
+
+bias:
+	Q1BIASBODY
+	JLT bias
+	Q1STORE
+	JNZ row
 	VZEROUPPER
 	RET
 
@@ -240,7 +303,6 @@ TEXT ·q4x4(SB), NOSPLIT, $0-112
 	MOVQ dst+40(FP), R12
 	MOVQ groups+56(FP), R10
 	MOVQ steps+72(FP), R11
-	VPBROADCASTD nibmask<>(SB), Y15
 
 row:
 	START4

@@ -111,7 +111,7 @@ func groupSums(x []float32, n, in, gs int) []float32 {
 func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
-	if b.simd && (w.Bits == 4 || w.Bits == 8) && gs%32 == 0 {
+	if b.simd && (w.Bits == 4 || w.Bits == 8) && (gs == 32 || gs == 64 || gs == 128) {
 		b.matmulQuantSIMD(dst, x, n, w)
 		return nil
 	}
@@ -218,9 +218,11 @@ func convertRange(dst []float32, t *tensor.Tensor, off int, simd bool) {
 	decodeScales(dst, t, off)
 }
 
-// permute16 reorders each block of 16 values of x as the 8 even-indexed
-// then the 8 odd-indexed ones, matching the low and high nibbles of 8
-// packed bytes of 4-bit weights.
+// permute16 lays out each block of 16 values of x for the 4-bit kernels:
+// the 8 even-indexed values e, then o-16·e for the 8 odd-indexed values o.
+// A packed byte holds an even element's code lo and an odd one's hi; the
+// kernels multiply the whole byte (16·hi+lo) by e and hi by o-16·e, which
+// sums to lo·e + hi·o without masking out the low nibble.
 func permute16(x []float32) []float32 {
 	p := make([]float32, len(x))
 	for blk := 0; blk+16 <= len(x); blk += 16 {
@@ -228,14 +230,14 @@ func permute16(x []float32) []float32 {
 		dst := p[blk : blk+16 : blk+16]
 		for i := 0; i < 8; i++ {
 			dst[i] = src[2*i]
-			dst[8+i] = src[2*i+1]
+			dst[8+i] = src[2*i+1] - 16*src[2*i]
 		}
 	}
 	return p
 }
 
 // matmulQuantSIMD is the AVX2 path for 4- and 8-bit weights with group
-// sizes that are multiples of 32. Output rows are processed in tiles whose
+// sizes 32, 64 or 128. Output rows are processed in tiles whose
 // packed weights stay in L2 while every block of four x rows passes over
 // them; scales and biases of a tile are converted to float32 once.
 func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {

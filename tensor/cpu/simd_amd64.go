@@ -19,10 +19,22 @@ func haveSIMD() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF1
 // dstride bytes apart.
 
 //go:noescape
-func q4x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q4x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
 
 //go:noescape
-func q8x1(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q4x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q4x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q8x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q8x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+
+//go:noescape
+func q8x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
 
 //go:noescape
 func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
@@ -45,11 +57,23 @@ func cvtBF16AVX(dst *float32, src *uint16, n int)
 //go:noescape
 func cvtF16AVX(dst *float32, src *uint16, n int)
 
+// qmatSIMD runs the single-row kernel for bits and group size 16·steps.
 func qmatSIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int) {
-	if bits == 4 {
-		q4x1(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	} else {
-		q8x1(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	switch {
+	case bits == 4 && steps == 2:
+		q4x1g32(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 4 && steps == 4:
+		q4x1g64(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 4 && steps == 8:
+		q4x1g128(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 8 && steps == 2:
+		q8x1g32(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 8 && steps == 4:
+		q8x1g64(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 8 && steps == 8:
+		q8x1g128(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	default:
+		panic("cpu: no single-row kernel for this bits/group size") // callers check simdGroup first
 	}
 }
 
