@@ -1,0 +1,479 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Progress reports a download's advance. Done and Total count bytes of the
+// current file (Total is -1 when unknown); AllDone and AllTotal count bytes
+// over every file of the download.
+type Progress struct {
+	Repo           string
+	File           string
+	FileIndex      int // 1-based
+	Files          int
+	Done, Total    int64
+	AllDone        int64
+	AllTotal       int64
+	Verifying      bool // the file is complete and its hash is being checked
+	FileCompleted  bool // the file is in place
+	AlreadyPresent bool // the file was already in the cache
+}
+
+// WantFile reports whether a repository file is needed to run a model:
+// top-level *.json, *.safetensors, tokenizer.*, *.jinja and *.model files.
+func WantFile(name string) bool {
+	if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
+		return false
+	}
+	switch {
+	case strings.HasSuffix(name, ".json"), strings.HasSuffix(name, ".safetensors"),
+		strings.HasPrefix(name, "tokenizer."), strings.HasSuffix(name, ".jinja"), strings.HasSuffix(name, ".model"):
+		return true
+	}
+	return false
+}
+
+// remoteFile is a file to fetch with what the hub says about it.
+type remoteFile struct {
+	name string
+	size int64  // -1 when unknown
+	etag string // blob id: sha256 for LFS files, git sha1 otherwise
+}
+
+type hubError struct {
+	url    string
+	status int
+	body   string
+}
+
+func (e *hubError) Error() string {
+	msg := fmt.Sprintf("%s: HTTP %d", e.url, e.status)
+	switch e.status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg += " (gated or private repository? set HF_TOKEN)"
+	case http.StatusNotFound:
+		msg += " (no such repository or revision)"
+	}
+	if e.body != "" {
+		msg += ": " + e.body
+	}
+	return msg
+}
+
+func (o Options) newRequest(ctx context.Context, method, u string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("User-Agent", "mlxchat")
+	if t := o.token(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	return req, nil
+}
+
+func readError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	body := strings.Join(strings.Fields(string(b)), " ")
+	return &hubError{url: resp.Request.URL.String(), status: resp.StatusCode, body: body}
+}
+
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+// listFiles asks the hub for a revision's commit and files.
+func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string, files []string, err error) {
+	u := fmt.Sprintf("%s/api/models/%s/revision/%s", o.endpoint(), escapePath(repo), url.PathEscape(rev))
+	req, err := o.newRequest(ctx, http.MethodGet, u)
+	if err != nil {
+		return "", nil, err
+	}
+	resp, err := o.client().Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, readError(resp)
+	}
+	var info struct {
+		SHA      string `json:"sha"`
+		Siblings []struct {
+			Name string `json:"rfilename"`
+		} `json:"siblings"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&info); err != nil {
+		return "", nil, fmt.Errorf("%s: bad JSON: %v", u, err)
+	}
+	if !commitRe.MatchString(info.SHA) {
+		return "", nil, fmt.Errorf("%s: no commit sha in the answer", u)
+	}
+	for _, s := range info.Siblings {
+		files = append(files, s.Name)
+	}
+	if len(files) == 0 {
+		// Some mirrors leave siblings out; the tree endpoint lists files.
+		if files, err = o.listTree(ctx, repo, info.SHA); err != nil {
+			return "", nil, err
+		}
+	}
+	return info.SHA, files, nil
+}
+
+func (o Options) listTree(ctx context.Context, repo, commit string) ([]string, error) {
+	u := fmt.Sprintf("%s/api/models/%s/tree/%s", o.endpoint(), escapePath(repo), commit)
+	req, err := o.newRequest(ctx, http.MethodGet, u)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := o.client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, readError(resp)
+	}
+	var entries []struct {
+		Type string `json:"type"`
+		Path string `json:"path"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&entries); err != nil {
+		return nil, fmt.Errorf("%s: bad JSON: %v", u, err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type == "file" {
+			files = append(files, e.Path)
+		}
+	}
+	return files, nil
+}
+
+func (o Options) resolveURL(repo, commit, file string) string {
+	return fmt.Sprintf("%s/%s/resolve/%s/%s", o.endpoint(), escapePath(repo), commit, escapePath(file))
+}
+
+func cleanETag(s string) string {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "W/")
+	return strings.Trim(s, `"`)
+}
+
+var blobIDRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// headFile reads a file's blob id and size without following the redirect
+// to the storage backend, as huggingface_hub does.
+func (o Options) headFile(ctx context.Context, repo, commit, file string) (remoteFile, error) {
+	u := o.resolveURL(repo, commit, file)
+	req, err := o.newRequest(ctx, http.MethodHead, u)
+	if err != nil {
+		return remoteFile{}, err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	c := *o.client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		return remoteFile{}, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return remoteFile{}, &hubError{url: u, status: resp.StatusCode}
+	}
+	rf := remoteFile{name: file, size: -1}
+	rf.etag = cleanETag(resp.Header.Get("X-Linked-Etag"))
+	if rf.etag == "" {
+		rf.etag = cleanETag(resp.Header.Get("ETag"))
+	}
+	if !blobIDRe.MatchString(rf.etag) {
+		return remoteFile{}, fmt.Errorf("%s: no usable ETag (got %q)", u, rf.etag)
+	}
+	sizeHdr := resp.Header.Get("X-Linked-Size")
+	if sizeHdr == "" && resp.StatusCode < 300 {
+		sizeHdr = resp.Header.Get("Content-Length")
+	}
+	if sizeHdr != "" {
+		if n, err := strconv.ParseInt(sizeHdr, 10, 64); err == nil && n >= 0 {
+			rf.size = n
+		}
+	}
+	return rf, nil
+}
+
+// Download fetches the files a model needs (see WantFile) from the hub into
+// the Hugging Face cache layout (blobs named by their hash, snapshots/COMMIT
+// holding relative symlinks to them, refs/REV naming the commit), so other
+// tools reading that cache share them, and returns the snapshot directory.
+// Interrupted downloads resume from BLOB.incomplete with an HTTP Range
+// request; every file is checked against its size and, for LFS files, its
+// sha256 (for small files, its git blob sha1).
+func Download(ctx context.Context, repo string, opt Options) (string, error) {
+	if !IsRepoID(repo) {
+		return "", fmt.Errorf("download: %q is not an ORG/NAME repo id", repo)
+	}
+	cache, err := opt.cacheDir()
+	if err != nil {
+		return "", err
+	}
+	rev := opt.revision()
+	commit, all, err := opt.listFiles(ctx, repo, rev)
+	if err != nil {
+		return "", fmt.Errorf("listing %s: %w", repo, err)
+	}
+	var names []string
+	for _, f := range all {
+		if WantFile(f) {
+			names = append(names, f)
+		}
+	}
+	sort.Strings(names)
+	if !containsString(names, "config.json") {
+		return "", fmt.Errorf("%s@%s has no config.json: not a model repository", repo, rev)
+	}
+	files := make([]remoteFile, len(names))
+	var allTotal int64
+	for i, n := range names {
+		if files[i], err = opt.headFile(ctx, repo, commit, n); err != nil {
+			return "", fmt.Errorf("%s: %w", n, err)
+		}
+		if files[i].size > 0 {
+			allTotal += files[i].size
+		}
+	}
+	repoDir := filepath.Join(cache, repoFolder(repo))
+	snap := filepath.Join(repoDir, "snapshots", commit)
+	for _, d := range []string{filepath.Join(repoDir, "blobs"), snap, filepath.Join(repoDir, "refs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	var allDone int64
+	for i, f := range files {
+		p := Progress{Repo: repo, File: f.name, FileIndex: i + 1, Files: len(files), Total: f.size, AllDone: allDone, AllTotal: allTotal}
+		n, err := opt.fetchBlob(ctx, repo, commit, repoDir, f, p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f.name, err)
+		}
+		allDone += n
+		if err := linkSnapshot(snap, f); err != nil {
+			return "", err
+		}
+	}
+	if !commitRe.MatchString(rev) {
+		ref := filepath.Join(repoDir, "refs", filepath.FromSlash(rev))
+		if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
+			return "", fmt.Errorf("creating %s: %w", filepath.Dir(ref), err)
+		}
+		if err := os.WriteFile(ref, []byte(commit), 0o644); err != nil {
+			return "", fmt.Errorf("writing %s: %w", ref, err)
+		}
+	}
+	if err := checkModelDir(snap); err != nil {
+		return "", err
+	}
+	return snap, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// linkSnapshot points snapshots/COMMIT/FILE at ../../blobs/ETAG (deeper
+// for nested files), replacing whatever was there.
+func linkSnapshot(snap string, f remoteFile) error {
+	dst := filepath.Join(snap, filepath.FromSlash(f.name))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
+	}
+	depth := strings.Count(f.name, "/") + 2
+	target := path.Join(strings.Repeat("../", depth)+"blobs", f.etag)
+	if cur, err := os.Readlink(dst); err == nil && cur == filepath.FromSlash(target) {
+		return nil
+	}
+	_ = os.Remove(dst)
+	if err := os.Symlink(filepath.FromSlash(target), dst); err != nil {
+		return fmt.Errorf("linking %s: %w", dst, err)
+	}
+	return nil
+}
+
+// fetchBlob makes blobs/ETAG complete and verified, resuming a partial
+// download. It returns the file's size.
+func (o Options) fetchBlob(ctx context.Context, repo, commit, repoDir string, f remoteFile, p Progress) (int64, error) {
+	blob := filepath.Join(repoDir, "blobs", f.etag)
+	if st, err := os.Stat(blob); err == nil && (f.size < 0 || st.Size() == f.size) {
+		p.Done, p.Total, p.AllDone, p.FileCompleted, p.AlreadyPresent = st.Size(), st.Size(), p.AllDone+st.Size(), true, true
+		o.report(p)
+		return st.Size(), nil
+	}
+	part := blob + ".incomplete"
+	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", part, err)
+	}
+	defer out.Close()
+	have, err := out.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", part, err)
+	}
+	if f.size >= 0 && have > f.size {
+		if err := out.Truncate(0); err != nil {
+			return 0, fmt.Errorf("%s: %w", part, err)
+		}
+		have, _ = out.Seek(0, io.SeekStart)
+	}
+	if f.size < 0 || have < f.size {
+		if have, err = o.getRange(ctx, o.resolveURL(repo, commit, f.name), out, have, f.size, p); err != nil {
+			return 0, err
+		}
+	}
+	if f.size >= 0 && have != f.size {
+		return 0, fmt.Errorf("size mismatch: got %d bytes, want %d", have, f.size)
+	}
+	p.Done, p.Total, p.Verifying = have, have, true
+	p.AllDone += have
+	o.report(p)
+	if err := verify(out, f.etag, have); err != nil {
+		out.Close()
+		os.Remove(part)
+		return 0, err
+	}
+	if err := out.Close(); err != nil {
+		return 0, fmt.Errorf("%s: %w", part, err)
+	}
+	if err := os.Rename(part, blob); err != nil {
+		return 0, fmt.Errorf("moving %s into place: %w", part, err)
+	}
+	p.Verifying, p.FileCompleted = false, true
+	o.report(p)
+	return have, nil
+}
+
+func (o Options) report(p Progress) {
+	if o.Progress != nil {
+		o.Progress(p)
+	}
+}
+
+// getRange downloads url from offset have to the end, appending to out.
+func (o Options) getRange(ctx context.Context, u string, out *os.File, have, size int64, p Progress) (int64, error) {
+	req, err := o.newRequest(ctx, http.MethodGet, u)
+	if err != nil {
+		return have, err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := o.client().Do(req)
+	if err != nil {
+		return have, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && have > 0:
+		var start int64
+		if _, err := fmt.Sscanf(resp.Header.Get("Content-Range"), "bytes %d-", &start); err != nil || start != have {
+			return have, fmt.Errorf("%s: server resumed at %q, want byte %d", u, resp.Header.Get("Content-Range"), have)
+		}
+	case resp.StatusCode == http.StatusOK:
+		// The server ignored the range: start over.
+		if err := out.Truncate(0); err != nil {
+			return 0, err
+		}
+		have = 0
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && size >= 0 && have == size:
+		return have, nil
+	default:
+		return have, readError(resp)
+	}
+	if _, err := out.Seek(have, io.SeekStart); err != nil {
+		return have, err
+	}
+	buf := make([]byte, 256<<10)
+	var lastReport int64 = -1
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				return have, fmt.Errorf("writing %s: %w", out.Name(), err)
+			}
+			have += int64(n)
+			if size >= 0 && have > size {
+				return have, fmt.Errorf("%s: server sent more than the %d bytes announced", u, size)
+			}
+			if have-lastReport >= 1<<20 || (size >= 0 && have == size) {
+				p.Done = have
+				q := p
+				q.AllDone += have
+				o.report(q)
+				lastReport = have
+			}
+		}
+		if rerr == io.EOF {
+			return have, nil
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return have, fmt.Errorf("download interrupted at byte %d (resumable): %w", have, ctx.Err())
+			}
+			return have, fmt.Errorf("download interrupted at byte %d (resumable): %w", have, rerr)
+		}
+	}
+}
+
+// verify checks the file against its blob id: sha256 for LFS files, the
+// git blob sha1 for files kept in git.
+func verify(f *os.File, etag string, size int64) error {
+	var h hash.Hash
+	switch len(etag) {
+	case 64:
+		h = sha256.New()
+	case 40:
+		h = sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", size)
+	default:
+		return nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("hashing %s: %w", f.Name(), err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != etag {
+		kind := "sha256"
+		if len(etag) == 40 {
+			kind = "git sha1"
+		}
+		return fmt.Errorf("%s mismatch: got %s, want %s (download discarded)", kind, got, etag)
+	}
+	return nil
+}

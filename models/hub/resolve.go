@@ -1,0 +1,396 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/adrg/xdg"
+)
+
+// DefaultEndpoint is the Hugging Face hub used when neither
+// Options.Endpoint nor $HF_ENDPOINT is set.
+const DefaultEndpoint = "https://huggingface.co"
+
+// Options configure name resolution and downloads. The zero value uses the
+// environment and the user's directories.
+type Options struct {
+	// Endpoint is the hub's base URL; default $HF_ENDPOINT, else
+	// DefaultEndpoint.
+	Endpoint string
+	// Token is sent as a bearer token; default $HF_TOKEN, else
+	// $HUGGING_FACE_HUB_TOKEN.
+	Token string
+	// CacheDir is the Hugging Face hub cache; default $HF_HUB_CACHE, else
+	// $HF_HOME/hub, else ~/.cache/huggingface/hub.
+	CacheDir string
+	// DataDir holds models laid out as DataDir/ORG/NAME; default
+	// $XDG_DATA_HOME/mlxchat/models (via adrg/xdg).
+	DataDir string
+	// Revision is the branch, tag or commit to use; default "main".
+	Revision string
+	// Offline forbids downloads (also when $HF_HUB_OFFLINE is 1 or true).
+	Offline bool
+	// Client is the HTTP client; default a client without a global timeout
+	// (downloads are long; cancel through the context).
+	Client *http.Client
+	// Progress, when set, is called as files download.
+	Progress func(Progress)
+	// Getenv reads the environment; default os.Getenv. Tests replace it.
+	Getenv func(string) string
+}
+
+func (o Options) getenv(k string) string {
+	if o.Getenv != nil {
+		return o.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+func (o Options) endpoint() string {
+	e := o.Endpoint
+	if e == "" {
+		e = o.getenv("HF_ENDPOINT")
+	}
+	if e == "" {
+		e = DefaultEndpoint
+	}
+	return strings.TrimRight(e, "/")
+}
+
+func (o Options) token() string {
+	if o.Token != "" {
+		return o.Token
+	}
+	if t := o.getenv("HF_TOKEN"); t != "" {
+		return t
+	}
+	return o.getenv("HUGGING_FACE_HUB_TOKEN")
+}
+
+func (o Options) revision() string {
+	if o.Revision == "" {
+		return "main"
+	}
+	return o.Revision
+}
+
+func (o Options) offline() bool {
+	if o.Offline {
+		return true
+	}
+	v := strings.ToLower(o.getenv("HF_HUB_OFFLINE"))
+	return v == "1" || v == "true" || v == "yes"
+}
+
+func (o Options) client() *http.Client {
+	if o.Client != nil {
+		return o.Client
+	}
+	return &http.Client{}
+}
+
+// CacheDir returns the Hugging Face hub cache directory in use.
+func (o Options) cacheDir() (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	if d := o.getenv("HF_HUB_CACHE"); d != "" {
+		return d, nil
+	}
+	if d := o.getenv("HF_HOME"); d != "" {
+		return filepath.Join(d, "hub"), nil
+	}
+	home := o.getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("finding the Hugging Face cache: %w (set HF_HOME)", err)
+		}
+	}
+	return filepath.Join(home, ".cache", "huggingface", "hub"), nil
+}
+
+func (o Options) dataDir() string {
+	if o.DataDir != "" {
+		return o.DataDir
+	}
+	return filepath.Join(xdg.DataHome, "mlxchat", "models")
+}
+
+// aliases maps short names to mlx-community repositories.
+func aliases() map[string]string {
+	return map[string]string{
+		"gemma3n-e2b":                "mlx-community/gemma-3n-E2B-it-4bit",
+		"gemma3n-e2b-4bit":           "mlx-community/gemma-3n-E2B-it-4bit",
+		"gemma3n-e2b-8bit":           "mlx-community/gemma-3n-E2B-it-8bit",
+		"gemma3n-e2b-bf16":           "mlx-community/gemma-3n-E2B-it-bf16",
+		"gemma3n-e4b":                "mlx-community/gemma-3n-E4B-it-4bit",
+		"gemma3n-e4b-4bit":           "mlx-community/gemma-3n-E4B-it-4bit",
+		"gemma3n-e4b-8bit":           "mlx-community/gemma-3n-E4B-it-8bit",
+		"gemma3n-e4b-bf16":           "mlx-community/gemma-3n-E4B-it-bf16",
+		"gemma3-1b-4bit":             "mlx-community/gemma-3-1b-it-4bit",
+		"gemma3-1b-qat":              "mlx-community/gemma-3-1b-it-qat-4bit",
+		"gemma3-4b-4bit":             "mlx-community/gemma-3-4b-it-4bit",
+		"gemma3-4b-qat":              "mlx-community/gemma-3-4b-it-qat-4bit",
+		"gemma3-12b-4bit":            "mlx-community/gemma-3-12b-it-4bit",
+		"gemma3-12b-qat":             "mlx-community/gemma-3-12b-it-qat-4bit",
+		"gemma-3-1b-it-4bit":         "mlx-community/gemma-3-1b-it-4bit",
+		"gemma-3-1b-it-qat":          "mlx-community/gemma-3-1b-it-qat-4bit",
+		"gemma-3-4b-it-4bit":         "mlx-community/gemma-3-4b-it-4bit",
+		"gemma-3-4b-it-qat":          "mlx-community/gemma-3-4b-it-qat-4bit",
+		"llama-3.2-1b-instruct-4bit": "mlx-community/Llama-3.2-1B-Instruct-4bit",
+		"llama-3.2-3b-instruct-4bit": "mlx-community/Llama-3.2-3B-Instruct-4bit",
+		"llama-3.1-8b-instruct-4bit": "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit",
+		"llama3.2-1b":                "mlx-community/Llama-3.2-1B-Instruct-4bit",
+		"llama3.2-3b":                "mlx-community/Llama-3.2-3B-Instruct-4bit",
+		"qwen3-0.6b-4bit":            "mlx-community/Qwen3-0.6B-4bit",
+		"qwen3-1.7b-4bit":            "mlx-community/Qwen3-1.7B-4bit",
+		"qwen3-4b-4bit":              "mlx-community/Qwen3-4B-4bit",
+		"qwen3-8b-4bit":              "mlx-community/Qwen3-8B-4bit",
+		"qwen3-14b-4bit":             "mlx-community/Qwen3-14B-4bit",
+		"qwen3-0.6b-8bit":            "mlx-community/Qwen3-0.6B-8bit",
+		"qwen3-1.7b-8bit":            "mlx-community/Qwen3-1.7B-8bit",
+		"qwen3-4b-8bit":              "mlx-community/Qwen3-4B-8bit",
+		"qwen3-8b-8bit":              "mlx-community/Qwen3-8B-8bit",
+		"olmo-2-1b-instruct-4bit":    "mlx-community/OLMo-2-0425-1B-Instruct-4bit",
+		"command-r7b-4bit":           "mlx-community/c4ai-command-r7b-12-2024-4bit",
+	}
+}
+
+// Aliases returns the short model names and the repositories they stand
+// for, sorted by name.
+func Aliases() [][2]string {
+	m := aliases()
+	out := make([][2]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, [2]string{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// ExpandAlias maps a short name (case-insensitive), or the bare name of an
+// aliased mlx-community repository ("gemma-3n-E2B-it-4bit"), to its repo id.
+func ExpandAlias(name string) (repo string, ok bool) {
+	m := aliases()
+	lower := strings.ToLower(name)
+	if r, ok := m[lower]; ok {
+		return r, true
+	}
+	for _, r := range m {
+		if strings.EqualFold(r[strings.IndexByte(r, '/')+1:], name) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+var repoIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// IsRepoID reports whether s has the form ORG/NAME of a hub repository.
+func IsRepoID(s string) bool { return repoIDRe.MatchString(s) && !strings.Contains(s, "..") }
+
+// looksLikePath reports whether the user clearly meant a filesystem path.
+func looksLikePath(s string) bool {
+	if strings.Contains(s, "://") || strings.HasPrefix(s, "huggingface.co/") || strings.HasPrefix(s, "hf.co/") {
+		return false
+	}
+	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") ||
+		strings.HasPrefix(s, "~") || s == "." || s == ".." || strings.Contains(s, string(filepath.Separator)+string(filepath.Separator)) ||
+		strings.Count(s, "/") > 1
+}
+
+// Resolution says where a model came from.
+type Resolution struct {
+	// Dir is the model directory to open.
+	Dir string
+	// Repo is the hub repository id; "" for a local path.
+	Repo string
+	// Source is "path", "hf-cache", "data-dir" or "download".
+	Source string
+}
+
+// Locate finds a model without downloading: a local directory, else (for
+// an alias or ORG/NAME) a complete snapshot in the Hugging Face cache, else
+// DataDir/ORG/NAME. searched lists the places looked at.
+func Locate(name string, opt Options) (res Resolution, searched []string, err error) {
+	if name == "" {
+		return res, nil, errors.New("empty model name")
+	}
+	path := name
+	if strings.HasPrefix(path, "~/") {
+		if home := opt.getenv("HOME"); home != "" {
+			path = filepath.Join(home, path[2:])
+		}
+	}
+	if st, statErr := os.Stat(path); statErr == nil && st.IsDir() {
+		if err := checkModelDir(path); err != nil {
+			return res, []string{path}, err
+		}
+		return Resolution{Dir: path, Source: "path"}, []string{path}, nil
+	} else if looksLikePath(name) {
+		if statErr == nil {
+			return res, []string{path}, fmt.Errorf("model %s: not a directory", name)
+		}
+		return res, []string{path}, fmt.Errorf("model directory %s: %w", name, unwrapPathError(statErr))
+	}
+	repo, err := RepoID(name)
+	if err != nil {
+		return res, nil, err
+	}
+	cache, err := opt.cacheDir()
+	if err != nil {
+		return res, nil, err
+	}
+	repoDir := filepath.Join(cache, repoFolder(repo))
+	searched = append(searched, repoDir)
+	if dir, ok := findSnapshot(repoDir, opt.revision()); ok {
+		return Resolution{Dir: dir, Repo: repo, Source: "hf-cache"}, searched, nil
+	}
+	data := filepath.Join(opt.dataDir(), filepath.FromSlash(repo))
+	searched = append(searched, data)
+	if checkModelDir(data) == nil {
+		return Resolution{Dir: data, Repo: repo, Source: "data-dir"}, searched, nil
+	}
+	return Resolution{Repo: repo}, searched, fs.ErrNotExist
+}
+
+// RepoID turns a model argument that is not a path into a repo id: an
+// alias, an ORG/NAME id, or a hub URL (https://huggingface.co/ORG/NAME).
+func RepoID(name string) (string, error) {
+	n := name
+	for _, p := range []string{"https://huggingface.co/", "http://huggingface.co/", "huggingface.co/", "hf.co/"} {
+		n = strings.TrimPrefix(n, p)
+	}
+	n = strings.TrimSuffix(n, "/")
+	if r, ok := ExpandAlias(n); ok {
+		return r, nil
+	}
+	if IsRepoID(n) {
+		return n, nil
+	}
+	return "", fmt.Errorf("model %q is not a directory, a known alias (gemma3n-e2b-4bit, qwen3-4b-4bit, ...) or an ORG/NAME Hugging Face repo id", name)
+}
+
+// Resolve finds a model (see Locate) and, when it is not on disk and
+// downloads are allowed, downloads it from the hub into the Hugging Face
+// cache. A name that resolves to nothing gives one line saying where it
+// looked and why the download failed.
+func Resolve(ctx context.Context, name string, opt Options) (Resolution, error) {
+	res, searched, err := Locate(name, opt)
+	if err == nil {
+		return res, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) || res.Repo == "" {
+		return res, err
+	}
+	where := strings.Join(searched, ", ")
+	if opt.offline() {
+		return res, fmt.Errorf("model %s not found (looked in %s) and downloads are off (offline)", displayName(name, res.Repo), where)
+	}
+	dir, derr := Download(ctx, res.Repo, opt)
+	if derr != nil {
+		return res, fmt.Errorf("model %s not found (looked in %s); download failed: %w", displayName(name, res.Repo), where, derr)
+	}
+	return Resolution{Dir: dir, Repo: res.Repo, Source: "download"}, nil
+}
+
+func displayName(name, repo string) string {
+	if name == repo {
+		return repo
+	}
+	return fmt.Sprintf("%s (%s)", name, repo)
+}
+
+// repoFolder is the cache folder of a model repo: models--ORG--NAME.
+func repoFolder(repo string) string {
+	return "models--" + strings.ReplaceAll(repo, "/", "--")
+}
+
+var commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// findSnapshot returns the complete snapshot directory of a cached repo
+// for a revision (a commit hash, or a ref under refs/).
+func findSnapshot(repoDir, rev string) (string, bool) {
+	commit := rev
+	if !commitRe.MatchString(rev) {
+		b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)))
+		if err != nil {
+			return "", false
+		}
+		commit = strings.TrimSpace(string(b))
+		if !commitRe.MatchString(commit) {
+			return "", false
+		}
+	}
+	dir := filepath.Join(repoDir, "snapshots", commit)
+	if checkModelDir(dir) != nil {
+		return "", false
+	}
+	return dir, true
+}
+
+// checkModelDir reports whether dir holds config.json and complete
+// weights (model.safetensors, or an index whose shards all exist).
+func checkModelDir(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return fmt.Errorf("model directory %s: no config.json", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		return nil
+	}
+	shards, err := indexShards(filepath.Join(dir, "model.safetensors.index.json"))
+	if err == nil {
+		for _, s := range shards {
+			if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
+				return fmt.Errorf("model directory %s: shard %s missing", dir, s)
+			}
+		}
+		return nil
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.safetensors")); len(m) > 0 {
+		return nil
+	}
+	return fmt.Errorf("model directory %s: no safetensors weights", dir)
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// indexShards lists the shard files named by a model.safetensors.index.json.
+func indexShards(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range idx.WeightMap {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
