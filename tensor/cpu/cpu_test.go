@@ -594,3 +594,34 @@ func TestMeasureReadBandwidth(t *testing.T) {
 		t.Fatal("readBytes disagrees with the portable fold")
 	}
 }
+
+func TestFastMath(t *testing.T) {
+	for x := -100.0; x <= 100; x += 0.0137 {
+		got, want := float64(expf(float32(x))), float64(float32(math.Exp(float64(float32(x)))))
+		if got != want && math.Abs(got-want) > 3e-7*want+1e-38 {
+			t.Fatalf("expf(%g) = %g, want %g", x, got, want)
+		}
+		gt, wt := float64(tanhf(float32(x/10))), math.Tanh(float64(float32(x/10)))
+		if math.Abs(gt-wt) > 2e-7*math.Abs(wt)+1e-7 {
+			t.Fatalf("tanhf(%g) = %g, want %g", x/10, gt, wt)
+		}
+	}
+	for _, x := range []float32{0, -0, 1e-8, -1e-8, 0.0624, 0.0626, 8.99, 9.01, -20} {
+		gt, wt := float64(tanhf(x)), math.Tanh(float64(x))
+		if math.Abs(gt-wt) > 2e-7*math.Abs(wt)+1e-9 {
+			t.Fatalf("tanhf(%g) = %g, want %g", x, gt, wt)
+		}
+	}
+	if e := expf(float32(math.Inf(-1))); e != 0 {
+		t.Fatalf("expf(-Inf) = %g", e)
+	}
+	if e := expf(float32(math.Inf(1))); !math.IsInf(float64(e), 1) {
+		t.Fatalf("expf(+Inf) = %g", e)
+	}
+	if e := expf(float32(math.NaN())); e == e {
+		t.Fatal("expf(NaN) is not NaN")
+	}
+	if th := tanhf(float32(math.NaN())); th == th {
+		t.Fatal("tanhf(NaN) is not NaN")
+	}
+}

@@ -23,8 +23,7 @@ func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
 
 func geluTanh(x float32) float32 {
 	const c = 0.7978845608028654 // √(2/π)
-	v := float64(x)
-	return float32(0.5 * v * (1 + math.Tanh(c*(v+0.044715*v*v*v))))
+	return 0.5 * x * (1 + tanhf(c*(x+0.044715*x*x*x)))
 }
 
 // binary checks a, b and dst for Add and Mul: dst and a have the same
@@ -100,10 +99,10 @@ func (b *Backend) Softcap(dst, x *tensor.Tensor, c float32) error {
 		return fmt.Errorf("cpu softcap: cap must be non-zero")
 	}
 	d, v := dst.F32(), x.F32()
-	cc := float64(c)
+	inv := 1 / c
 	b.elementwise(len(v), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			d[i] = float32(math.Tanh(float64(v[i])/cc) * cc)
+			d[i] = tanhf(v[i]*inv) * c
 		}
 	})
 	return nil
@@ -135,7 +134,7 @@ func softmaxRow(dst, x []float32) {
 	}
 	var sum float64
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
+		e := expf(v - m)
 		dst[i] = e
 		sum += float64(e)
 	}
