@@ -1,0 +1,67 @@
+package models
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"mlxchat/models/checkpoint"
+	"mlxchat/models/gemma3n"
+	"mlxchat/tensor"
+)
+
+// architecture builds a Model from an opened checkpoint.
+type architecture struct {
+	types []string
+	build func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error)
+}
+
+// architectures lists every supported model family; a new one is one entry.
+func architectures() []architecture {
+	return []architecture{
+		{gemma3n.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return gemma3n.New(ck, be)
+		}},
+	}
+}
+
+// KnownModelTypes lists the config.json model_type values Load accepts.
+func KnownModelTypes() []string {
+	var out []string
+	for _, a := range architectures() {
+		out = append(out, a.types...)
+	}
+	return out
+}
+
+// Load opens the MLX model directory dir and builds the architecture its
+// config.json model_type names, on backend. The model keeps the checkpoint
+// mapped; close it through io.Closer when done.
+func Load(dir string, backend tensor.Backend) (Model, error) {
+	if backend == nil {
+		return nil, fmt.Errorf("loading %s: no backend", dir)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	mt, err := ck.Config.ModelType()
+	if err != nil {
+		ck.Close()
+		return nil, err
+	}
+	for _, a := range architectures() {
+		for _, t := range a.types {
+			if t != mt {
+				continue
+			}
+			m, err := a.build(ck, backend)
+			if err != nil {
+				ck.Close()
+				return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
+			}
+			return m, nil
+		}
+	}
+	ck.Close()
+	return nil, checkpoint.UnknownModelType(ck.Config, KnownModelTypes())
+}
