@@ -260,13 +260,14 @@ func (b *builder) matrix(path string, out, in int) error {
 		return nil
 	}
 	// Fast path: random codes q in 0..n, w = s*q + bias with bias = -s*n/2
-	// spans +-bound when s = 2*bound/n; scales jitter by +-10%.
+	// spans +-bound when s = 2*bound/n; scales jitter by +-5% (so weights
+	// stay within about 1.1*bound), biases are constant.
 	n := float32(int(1)<<bits - 1)
 	s := 2 * bound / n
 	b.specs = append(b.specs,
 		TensorSpec{Name: path + ".weight", DType: tensor.U32, Shape: []int{out, in * bits / 32}, Fill: Fill{Kind: FillBits}},
-		TensorSpec{Name: path + ".scales", DType: sd, Shape: []int{out, in / g}, Fill: Fill{Center: s, Spread: 0.1 * s}},
-		TensorSpec{Name: path + ".biases", DType: sd, Shape: []int{out, in / g}, Fill: Fill{Center: -s * n / 2, Spread: 0.05 * s * n / 2}})
+		TensorSpec{Name: path + ".scales", DType: sd, Shape: []int{out, in / g}, Fill: Fill{Center: s, Spread: 0.05 * s}},
+		TensorSpec{Name: path + ".biases", DType: sd, Shape: []int{out, in / g}, Fill: Fill{Center: -s * n / 2}})
 	return nil
 }
 

@@ -217,3 +217,40 @@ func TestNamingMLXLM(t *testing.T) {
 		t.Fatal("OmitSharedKV did not drop exactly the shared layers' k_proj")
 	}
 }
+
+// TestFastQuantSane writes tiny dims with the fast quantized fill the
+// full-size E2B writer uses and checks every quantized weight dequantizes
+// to a finite value within the intended +-sqrt(3/in) (plus scale jitter).
+func TestFastQuantSane(t *testing.T) {
+	dir := t.TempDir()
+	res, err := synth.WriteGemma3n(dir, synth.TinyGemma3n(), synth.Options{Bits: 4, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range res.Quantized {
+		m, err := c.Matrix(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scales, _ := m.Scales.ToF32()
+		biases, _ := m.Biases.ToF32()
+		bound := math.Sqrt(3 / float64(m.In))
+		words := m.W.U32()
+		per := m.In / 8
+		for r := 0; r < m.Out; r++ {
+			for i := 0; i < m.In; i++ {
+				q := words[r*per+i/8] >> (4 * (i % 8)) & 0xf
+				g := r*(m.In/m.GroupSize) + i/m.GroupSize
+				w := float64(scales[g])*float64(q) + float64(biases[g])
+				if math.IsNaN(w) || math.Abs(w) > 1.15*bound {
+					t.Fatalf("%s[%d,%d] = %v outside +-%v", p, r, i, w, bound)
+				}
+			}
+		}
+	}
+}
