@@ -41,7 +41,7 @@ constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(256u, 1u, 1u);
 static inline __attribute__((always_inline))
 uint linear_id(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups, thread uint3& gl_LocalInvocationID)
 {
-    return (((gl_WorkGroupID.y * gl_NumWorkGroups.x) + gl_WorkGroupID.x) * 1u) + gl_LocalInvocationID.x;
+    return (((gl_WorkGroupID.y * gl_NumWorkGroups.x) + gl_WorkGroupID.x) * 256u) + gl_LocalInvocationID.x;
 }
 
 static inline __attribute__((always_inline))
@@ -61,25 +61,25 @@ float safe_tanh(thread const float& x)
     return _33;
 }
 
-kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _85 [[buffer(1)]], const device Bv& _110 [[buffer(2)]], device D& _178 [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _86 [[buffer(1)]], const device Bv& _111 [[buffer(2)]], device D& _179 [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     uint i = linear_id(gl_WorkGroupID, gl_NumWorkGroups, gl_LocalInvocationID);
     if (i >= p.n)
     {
         return;
     }
-    float x = _85.a[p.ob1 + i];
+    float x = _86.a[p.ob1 + i];
     float y;
     switch (p.op)
     {
         case 0u:
         {
-            y = x + _110.b[p.ob2 + (i % p.nb)];
+            y = x + _111.b[p.ob2 + (i % p.nb)];
             break;
         }
         case 1u:
         {
-            y = x * _110.b[p.ob2 + (i % p.nb)];
+            y = x * _111.b[p.ob2 + (i % p.nb)];
             break;
         }
         case 2u:
@@ -105,6 +105,6 @@ kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _85 [[buff
             break;
         }
     }
-    _178.dst[p.ob3 + i] = y;
+    _179.dst[p.ob3 + i] = y;
 }
 

@@ -3,9 +3,9 @@
 // Index of the largest value of each row (the first one on ties; NaN is
 // never chosen), one workgroup per row, so greedy decoding returns one
 // integer per step instead of the logits.
+layout(local_size_x = 128) in;
 #include "common.glsl"
 
-layout(local_size_x = 128) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;

@@ -9,9 +9,9 @@
 // is visible iff kpos <= qpos and (window == 0 or qpos - kpos < window).
 // Keys stream through in chunks of the workgroup size with an online
 // softmax (running max and sum), so any number of keys fits.
+layout(local_size_x = 128) in;
 #include "common.glsl"
 
-layout(local_size_x = 128) in;
 #include "reduce.glsl"
 
 layout(set = 0, binding = 0) uniform Params {

@@ -30,6 +30,9 @@ float safe_tanh(float x) {
     return x < 0.0 ? -r : r;
 }
 
+// Include after the layout(local_size_x) declaration: gl_WorkGroupSize is
+// fixed where a function is defined.
+
 // Linear invocation index of a 1-D problem whose workgroups may be folded
 // into a 2-D grid (x at most 65535 groups).
 uint linear_id() {

@@ -4,9 +4,9 @@
 // single row of b over every row of a (nb == n when b has all rows).
 // op: 0 add, 1 mul, 2 scale by f, 3 softcap tanh(a/f)*f, 4 GELU (tanh
 // approximation), 5 copy.
+layout(local_size_x = 256) in;
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;

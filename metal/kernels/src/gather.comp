@@ -4,9 +4,9 @@
 // for a dense table of dtype wdt, else 2, 4 or 8 with scales and biases of
 // dtype sdt per group of gsize inputs. Reads only the rows named by ids.
 // Grid: x covers the n_in columns, y the ids.
+layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(local_size_x = 64) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;

@@ -5,9 +5,9 @@
 // per group of gsize inputs); MODE 0: W is dense of dtype wdt. Each
 // workgroup computes a 64x64 tile of dst, 4x4 values per thread, staging
 // 16-wide slices of x and of the dequantized W in shared memory.
+layout(local_size_x = 256) in;
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;

@@ -8,9 +8,9 @@
 // time. Each workgroup owns ROWS output rows; its threads stride over the
 // row in 16-byte chunks (coalesced), keep the chunk's x values in registers
 // and reuse them for every row. One x row per workgroup in y.
+layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(local_size_x = 64) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;

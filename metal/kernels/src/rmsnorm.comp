@@ -4,9 +4,9 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // RMSNorm over the last axis, one workgroup per row:
 // dst = x / sqrt(mean(x^2) + eps) * weight (no weight when has_w == 0).
+layout(local_size_x = 128) in;
 #include "common.glsl"
 
-layout(local_size_x = 128) in;
 #include "reduce.glsl"
 
 layout(set = 0, binding = 0) uniform Params {

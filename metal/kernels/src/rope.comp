@@ -4,10 +4,10 @@
 // x[n, heads, head_dim], over the first dims values of each head, at
 // absolute positions pos0 + row. invf[i] = base^(-2i/dims) comes from the
 // host (computed in float64). The angle is reduced modulo 2*pi in three
-// steps before sin/cos so large positions keep their accuracy.
+// exact-product steps before sin/cos so large positions keep their accuracy.
+layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(local_size_x = 64) in;
 
 layout(set = 0, binding = 0) uniform Params {
     uint ob0, ob1, ob2, ob3, ob4, ob5, ob6, ob7;
@@ -31,10 +31,13 @@ void main() {
     uint rh = id / p.half_dims;  // row * heads + head
     uint row = rh / p.heads;
     float theta = float(p.pos0 + row) * invf[p.ob2 + i];
+    // Cody-Waite reduction: C1 = 6.25 and C2 = 17/512 have few enough
+    // significant bits that k*C1 and k*C2 are exact for k < 2^18 (positions
+    // below 2^20 at any frequency), so only the tiny last term rounds.
     float k = floor(theta * 0.15915494309189535 + 0.5);
-    float r = fma(-k, 6.28125, theta);
-    r = fma(-k, 1.9353071693331003e-3, r);
-    r = fma(-k, 1.0253131677018246e-11, r);
+    precise float r = theta - k * 6.25;
+    r = r - k * 0.033203125;
+    r = r - k * -1.781781975296326e-05;
     float c = cos(r);
     float s = sin(r);
     uint b = p.ob1 + rh * p.head_dim + i;

@@ -3,9 +3,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 // Softmax over the last axis, one workgroup per row (max, sum, write).
+layout(local_size_x = 128) in;
 #include "common.glsl"
 
-layout(local_size_x = 128) in;
 #include "reduce.glsl"
 
 layout(set = 0, binding = 0) uniform Params {

@@ -1,0 +1,319 @@
+package gpu
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"unsafe"
+	"weak"
+
+	"mlxchat/tensor"
+)
+
+// Backend implements tensor.Backend on a Driver. Ops are recorded and run at
+// Sync; it is safe for use by one goroutine at a time (buffer reclamation
+// may run on others).
+//
+// Memory rules:
+//   - tensors from Alloc live in host-visible GPU buffers; their Data is
+//     that buffer's mapping, valid after Sync. A tensor whose Data points
+//     into such a buffer (a view with or without Handle) binds in place.
+//     The buffer is reused once no Tensor.Handle refers to it any more, so
+//     keep the tensor (or a copy of it with the Handle) while using Data;
+//   - weights (the tensors of a Matrix and RMSNorm weights) from host
+//     memory are uploaded on first use and cached by address and length;
+//     they must not change afterwards (mmap'd checkpoints do not);
+//   - any other host tensor is copied in when an op is recorded and, if the
+//     op writes it, copied back at Sync.
+type Backend struct {
+	drv Driver
+	lim Limits
+
+	mu      sync.Mutex
+	live    []liveBuf // sorted by base address
+	pool    map[int][]*bufState
+	pooled  int64
+	freed   []*bufState // released by cleanups, reclaimed after the next flush
+	weights map[memKey]weightBuf
+
+	arena     []*arenaChunk
+	staged    map[memKey]stageSlot
+	writeback []stageSlot
+	pending   int   // dispatches recorded since the last flush
+	err       error // first recording error since the last Sync
+	closed    bool
+}
+
+// bufState is what a cleanup needs to recycle a buffer; buffer is the
+// Handle whose reachability decides when that happens.
+type bufState struct {
+	buf  Buf
+	mem  []byte
+	base uintptr
+	size int
+}
+
+type buffer struct{ st *bufState }
+
+type liveBuf struct {
+	base, end uintptr
+	st        *bufState
+	ref       weak.Pointer[buffer]
+}
+
+type memKey struct {
+	ptr uintptr
+	n   int
+}
+
+type weightBuf struct {
+	buf  Buf
+	keep []byte // pins Go memory so its address is not reused
+}
+
+type arenaChunk struct {
+	buf  Buf
+	mem  []byte
+	used int64
+}
+
+type stageSlot struct {
+	chunk *arenaChunk
+	off   int64
+	host  []byte
+}
+
+// maxPooled bounds the bytes of idle activation buffers kept for reuse.
+const maxPooled = 512 << 20
+
+// New returns a Backend on drv.
+func New(drv Driver) *Backend {
+	lim := drv.Limits()
+	if lim.OffsetAlign < 16 {
+		lim.OffsetAlign = 16
+	}
+	if lim.MaxRange <= 0 {
+		lim.MaxRange = 1 << 31
+	}
+	return &Backend{
+		drv:     drv,
+		lim:     lim,
+		pool:    map[int][]*bufState{},
+		weights: map[memKey]weightBuf{},
+		staged:  map[memKey]stageSlot{},
+	}
+}
+
+// Name identifies the backend ("vulkan" or "metal").
+func (b *Backend) Name() string { return b.drv.Name() }
+
+// Synchronous is false: ops are recorded and run at Sync.
+func (b *Backend) Synchronous() bool { return false }
+
+// SetMaxRange lowers the largest byte range bound at once (for tests of
+// the chunked paths that huge weights take on small devices).
+func (b *Backend) SetMaxRange(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > 0 && n < b.drv.Limits().MaxRange {
+		b.lim.MaxRange = n
+	}
+}
+
+func dataPtr(d []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(d))) }
+
+// Alloc returns a zeroed F32 tensor in a host-visible GPU buffer. If the
+// device cannot provide one it returns a host tensor, which ops stage.
+func (b *Backend) Alloc(shape ...int) *tensor.Tensor {
+	n := tensor.NumElements(shape) * 4
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n == 0 || b.closed {
+		return tensor.New(tensor.F32, shape...)
+	}
+	st, err := b.newBuf(n)
+	if err != nil {
+		return tensor.New(tensor.F32, shape...)
+	}
+	h := &buffer{st: st}
+	runtime.AddCleanup(h, b.reclaim, st)
+	b.register(st, h)
+	return &tensor.Tensor{DType: tensor.F32, Shape: append([]int(nil), shape...), Data: st.mem[:n:n], Handle: h}
+}
+
+// sizeClass rounds n up so similar requests share pooled buffers.
+func sizeClass(n int) int {
+	if n <= 4096 {
+		return 4096
+	}
+	c := 4096
+	for c < n {
+		c <<= 1
+		if c >= 1<<24 {
+			return (n + (1<<20 - 1)) &^ (1<<20 - 1)
+		}
+	}
+	// Between powers of two, quarter steps waste less.
+	for q := c / 2; q < c; q += c / 8 {
+		if q >= n {
+			return q
+		}
+	}
+	return c
+}
+
+func (b *Backend) newBuf(n int) (*bufState, error) {
+	size := sizeClass(n)
+	if l := b.pool[size]; len(l) > 0 {
+		st := l[len(l)-1]
+		b.pool[size] = l[:len(l)-1]
+		b.pooled -= int64(size)
+		clear(st.mem)
+		return st, nil
+	}
+	buf, mem, err := b.drv.NewBuffer(size)
+	if err != nil {
+		return nil, err
+	}
+	return &bufState{buf: buf, mem: mem, base: dataPtr(mem), size: size}, nil
+}
+
+func (b *Backend) register(st *bufState, h *buffer) {
+	lb := liveBuf{base: st.base, end: st.base + uintptr(st.size), st: st, ref: weak.Make(h)}
+	i := sort.Search(len(b.live), func(i int) bool { return b.live[i].base >= lb.base })
+	b.live = append(b.live, liveBuf{})
+	copy(b.live[i+1:], b.live[i:])
+	b.live[i] = lb
+}
+
+// reclaim runs on the cleanup goroutine when no Handle refers to a buffer.
+func (b *Backend) reclaim(st *bufState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.freed = append(b.freed, st)
+}
+
+// recycle returns released buffers to the pool; called after a flush, when
+// no recorded work can still use them.
+func (b *Backend) recycle() {
+	if len(b.freed) == 0 {
+		return
+	}
+	dead := map[*bufState]bool{}
+	for _, st := range b.freed {
+		dead[st] = true
+		if b.closed || b.pooled+int64(st.size) > maxPooled {
+			b.drv.Release(st.buf)
+			continue
+		}
+		b.pool[st.size] = append(b.pool[st.size], st)
+		b.pooled += int64(st.size)
+	}
+	b.freed = b.freed[:0]
+	live := b.live[:0]
+	for _, lb := range b.live {
+		if !dead[lb.st] {
+			live = append(live, lb)
+		}
+	}
+	b.live = live
+}
+
+// lookup finds the live buffer holding address p.
+func (b *Backend) lookup(p uintptr, n int) *bufState {
+	i := sort.Search(len(b.live), func(i int) bool { return b.live[i].base > p }) - 1
+	if i < 0 {
+		return nil
+	}
+	lb := b.live[i]
+	if p+uintptr(n) > lb.end || lb.ref.Value() == nil {
+		return nil
+	}
+	return lb.st
+}
+
+// Sync submits the recorded work, waits for it, copies staged outputs back
+// to their host tensors and returns the first error since the last Sync.
+func (b *Backend) Sync() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.err
+	b.err = nil
+	if b.closed {
+		return fmt.Errorf("%s backend: Sync after Close", b.drv.Name())
+	}
+	if b.pending > 0 {
+		if ferr := b.drv.Flush(); ferr != nil && err == nil {
+			err = fmt.Errorf("%s backend: running %d recorded ops: %w", b.drv.Name(), b.pending, ferr)
+		}
+		b.pending = 0
+	}
+	for _, s := range b.writeback {
+		copy(s.host, s.chunk.mem[s.off:s.off+int64(len(s.host))])
+	}
+	b.writeback = b.writeback[:0]
+	clear(b.staged)
+	for _, c := range b.arena {
+		c.used = 0
+	}
+	b.recycle()
+	return err
+}
+
+// Close waits for recorded work and releases every buffer and the device.
+// Tensors from Alloc must not be used afterwards.
+func (b *Backend) Close() error {
+	err := b.Sync()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return err
+	}
+	b.closed = true
+	for _, lb := range b.live {
+		b.drv.Release(lb.st.buf)
+	}
+	b.live = nil
+	for _, l := range b.pool {
+		for _, st := range l {
+			b.drv.Release(st.buf)
+		}
+	}
+	b.pool = map[int][]*bufState{}
+	for _, w := range b.weights {
+		b.drv.Release(w.buf)
+	}
+	b.weights = map[memKey]weightBuf{}
+	for _, c := range b.arena {
+		b.drv.Release(c.buf)
+	}
+	b.arena = nil
+	if cerr := b.drv.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// DropWeights forgets every uploaded weight, e.g. before a new model is
+// mapped at addresses the old one used.
+func (b *Backend) DropWeights() error {
+	if err := b.Sync(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.weights {
+		b.drv.Release(w.buf)
+	}
+	b.weights = map[memKey]weightBuf{}
+	return nil
+}
+
+// fail records a recording-time error for Sync and returns it.
+func (b *Backend) fail(err error) error {
+	if b.err == nil {
+		b.err = err
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"mlxchat/metal/kernels"
+	"mlxchat/tensor"
+)
+
+// arg is one tensor bound to a kernel slot: the byte range [off, off+n) of
+// t.Data (n == 0: all of it).
+type arg struct {
+	t      *tensor.Tensor
+	write  bool
+	weight bool
+	off, n int64
+}
+
+func in(t *tensor.Tensor) arg     { return arg{t: t} }
+func out(t *tensor.Tensor) arg    { return arg{t: t, write: true} }
+func weight(t *tensor.Tensor) arg { return arg{t: t, weight: true} }
+
+// sub narrows a to bytes [off, off+n) of its tensor.
+func (a arg) sub(off, n int64) arg { a.off, a.n = off, n; return a }
+
+// errMisaligned reports a 16-byte vector binding whose tensor does not start
+// on a 16-byte boundary; callers fall back to a scalar kernel.
+var errMisaligned = errors.New("binding not aligned for vector loads")
+
+// resolve maps a tensor's bytes to a buffer range: an activation buffer it
+// lives in, its uploaded weight copy, or a staging slot.
+func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
+	t := a.t
+	if len(t.Data) == 0 {
+		return nil, 0, 0, fmt.Errorf("tensor %s has no data", t)
+	}
+	p := dataPtr(t.Data)
+	var st *bufState
+	if h, ok := t.Handle.(*buffer); ok && p >= h.st.base && p+uintptr(len(t.Data)) <= h.st.base+uintptr(h.st.size) {
+		st = h.st
+	} else {
+		st = b.lookup(p, len(t.Data))
+	}
+	if st != nil {
+		return st.buf, int64(p-st.base) + a.off, int64(st.size), nil
+	}
+	if a.weight {
+		key := memKey{p, len(t.Data)}
+		w, ok := b.weights[key]
+		if !ok {
+			data := t.Data
+			if len(data)%16 != 0 {
+				// Kernels read 16-bit and vector data in whole words: pad.
+				data = make([]byte, (len(t.Data)+15)&^15)
+				copy(data, t.Data)
+			}
+			wb, err := b.drv.NewWeights(data)
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
+			}
+			w = weightBuf{buf: wb, keep: t.Data}
+			b.weights[key] = w
+		}
+		return w.buf, a.off, int64((len(t.Data) + 15) &^ 15), nil
+	}
+	s, err := b.stage(t.Data, a.write)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return s.chunk.buf, s.off + a.off, int64(len(s.chunk.mem)), nil
+}
+
+// stage copies host bytes into this step's arena (once per step and
+// address) and, for outputs, schedules the copy back at Sync.
+func (b *Backend) stage(data []byte, write bool) (stageSlot, error) {
+	key := memKey{dataPtr(data), len(data)}
+	s, ok := b.staged[key]
+	if !ok {
+		need := (int64(len(data)) + b.lim.OffsetAlign - 1) &^ (b.lim.OffsetAlign - 1)
+		var c *arenaChunk
+		for _, ch := range b.arena {
+			if int64(len(ch.mem))-ch.used >= need {
+				c = ch
+				break
+			}
+		}
+		if c == nil {
+			size := int64(8 << 20)
+			if need > size {
+				size = need
+			}
+			buf, mem, err := b.drv.NewBuffer(int(size))
+			if err != nil {
+				return stageSlot{}, fmt.Errorf("staging %d bytes: %w", len(data), err)
+			}
+			c = &arenaChunk{buf: buf, mem: mem}
+			b.arena = append(b.arena, c)
+		}
+		s = stageSlot{chunk: c, off: c.used, host: data}
+		c.used += need
+		copy(c.mem[s.off:], data)
+		b.staged[key] = s
+	}
+	if write {
+		for _, w := range b.writeback {
+			if w.chunk == s.chunk && w.off == s.off {
+				return s, nil
+			}
+		}
+		b.writeback = append(b.writeback, s)
+	}
+	return s, nil
+}
+
+// launch binds args to kernel id's slots, packs the offsets and words into
+// its parameter block and records the dispatch.
+func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]int) error {
+	k := id.Info()
+	if len(words) != k.Params {
+		return fmt.Errorf("kernel %s: %d parameter words, want %d", id, len(words), k.Params)
+	}
+	for _, g := range groups {
+		if g <= 0 || g > 65535 {
+			return fmt.Errorf("kernel %s: grid %v out of range", id, groups)
+		}
+	}
+	params := make([]uint32, kernels.ParamHeader+len(words))
+	copy(params[kernels.ParamHeader:], words)
+	var binds [8]Binding
+	for _, slot := range k.Bindings {
+		a := args[slot]
+		if a.t == nil {
+			return fmt.Errorf("kernel %s: binding %d has no tensor", id, slot)
+		}
+		n := a.n
+		if n == 0 {
+			n = int64(len(a.t.Data)) - a.off
+		}
+		buf, off, bufSize, err := b.resolve(a)
+		if err != nil {
+			return err
+		}
+		aligned := off &^ (b.lim.OffsetAlign - 1)
+		resid := off - aligned
+		unit := int64(a.t.DType.Size())
+		if k.Vec4[slot] {
+			unit = 16
+		}
+		if unit == 0 || resid%unit != 0 {
+			if k.Vec4[slot] {
+				return errMisaligned
+			}
+			return fmt.Errorf("kernel %s: tensor %s at byte offset %d is not aligned to its element size", id, a.t, off)
+		}
+		size := (resid + n + 15) &^ 15
+		if size > bufSize-aligned {
+			size = bufSize - aligned
+		}
+		if size > b.lim.MaxRange {
+			return fmt.Errorf("kernel %s: binding of %d bytes exceeds the device limit of %d", id, size, b.lim.MaxRange)
+		}
+		binds[slot] = Binding{Buf: buf, Offset: aligned, Size: size}
+		params[slot] = uint32(resid / unit)
+	}
+	raw := make([]byte, 4*len(params))
+	for i, w := range params {
+		raw[4*i] = byte(w)
+		raw[4*i+1] = byte(w >> 8)
+		raw[4*i+2] = byte(w >> 16)
+		raw[4*i+3] = byte(w >> 24)
+	}
+	if err := b.drv.Dispatch(id, raw, &binds, groups); err != nil {
+		return fmt.Errorf("recording %s: %w", id, err)
+	}
+	b.pending++
+	return nil
+}
+
+func f32w(f float32) uint32 { return math.Float32bits(f) }
+
+// grid1D covers total invocations with workgroups of local threads,
+// folding into y past 65535 groups.
+func grid1D(total, local int) [3]int {
+	g := (total + local - 1) / local
+	if g < 1 {
+		g = 1
+	}
+	if g <= 65535 {
+		return [3]int{g, 1, 1}
+	}
+	return [3]int{65535, (g + 65534) / 65535, 1}
+}
+
+// gridRows launches one workgroup per row, folding into y.
+func gridRows(rows int) [3]int {
+	if rows <= 65535 {
+		return [3]int{rows, 1, 1}
+	}
+	return [3]int{65535, (rows + 65534) / 65535, 1}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,526 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"mlxchat/metal/kernels"
+	"mlxchat/tensor"
+)
+
+// dtypeCode maps a float dtype to the kernels' DT_* codes.
+func dtypeCode(what string, d tensor.DType) (uint32, error) {
+	switch d {
+	case tensor.F32:
+		return 0, nil
+	case tensor.F16:
+		return 1, nil
+	case tensor.BF16:
+		return 2, nil
+	}
+	return 0, fmt.Errorf("%s: dtype %s not supported (want F32, F16 or BF16)", what, d)
+}
+
+func checkF32(what string, t *tensor.Tensor) error {
+	if t == nil {
+		return fmt.Errorf("%s: missing tensor", what)
+	}
+	if t.DType != tensor.F32 {
+		return fmt.Errorf("%s: got %s, want F32", what, t)
+	}
+	if len(t.Data) != t.Len()*4 {
+		return fmt.Errorf("%s: %s holds %d bytes, want %d", what, t, len(t.Data), t.Len()*4)
+	}
+	if t.Len() == 0 {
+		return fmt.Errorf("%s: empty tensor %s", what, t)
+	}
+	return nil
+}
+
+func lastDim(t *tensor.Tensor) int {
+	if len(t.Shape) == 0 {
+		return 1
+	}
+	return t.Shape[len(t.Shape)-1]
+}
+
+// quantInfo validates a matrix and returns its scale dtype code (or the
+// dense dtype code) for the kernels.
+func quantInfo(what string, w *tensor.Matrix) (uint32, error) {
+	if w == nil {
+		return 0, fmt.Errorf("%s: missing matrix", what)
+	}
+	if err := w.Validate(what); err != nil {
+		return 0, err
+	}
+	if !w.Quantized() {
+		return dtypeCode(what+" weight", w.W.DType)
+	}
+	if w.Scales.DType != w.Biases.DType {
+		return 0, fmt.Errorf("%s: scales are %s but biases %s", what, w.Scales.DType, w.Biases.DType)
+	}
+	return dtypeCode(what+" scales", w.Scales.DType)
+}
+
+// MatMul computes dst[n, w.Out] = x[n, w.In] · wᵀ. Up to 4 rows use the
+// matrix-vector kernel (decode), more the tiled kernel (prefill). Weights
+// larger than one binding are processed in row chunks.
+func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.matmul(dst, x, w))
+}
+
+func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
+	dt, err := quantInfo("matmul", w)
+	if err != nil {
+		return err
+	}
+	if err := checkF32("matmul x", x); err != nil {
+		return err
+	}
+	if err := checkF32("matmul dst", dst); err != nil {
+		return err
+	}
+	n := x.Rows()
+	if lastDim(x) != w.In {
+		return fmt.Errorf("matmul: x %s has %d columns, weight has In=%d", x, lastDim(x), w.In)
+	}
+	if dst.Len() != n*w.Out || lastDim(dst) != w.Out {
+		return fmt.Errorf("matmul: dst %s, want %d rows of %d", dst, n, w.Out)
+	}
+	if w.Quantized() && w.Bits != 4 && w.Bits != 8 {
+		return fmt.Errorf("matmul: %d-bit weights not supported on %s (want 4 or 8)", w.Bits, b.drv.Name())
+	}
+	wRow := int64(len(w.W.Data) / w.Out)
+	var sRow int64
+	if w.Quantized() {
+		sRow = int64(len(w.Scales.Data) / w.Out)
+	}
+	// Output chunk: rows of W whose bytes fit one binding.
+	maxOut := int(b.lim.MaxRange / wRow)
+	if maxOut < 1 {
+		return fmt.Errorf("matmul: one weight row (%d bytes) exceeds the device binding limit", wRow)
+	}
+	if maxOut > 65535*8 {
+		maxOut = 65535 * 8
+	}
+	if maxOut < w.Out && maxOut > 64 {
+		maxOut &^= 63
+	}
+	// Row chunk of x/dst so both fit one binding and the grid.
+	rowBytes := int64(w.In) * 4
+	if d := int64(w.Out) * 4; d > rowBytes {
+		rowBytes = d
+	}
+	maxRows := int(b.lim.MaxRange / rowBytes)
+	if maxRows < 1 {
+		return fmt.Errorf("matmul: one activation row exceeds the device binding limit")
+	}
+	if maxRows > 65535*64 {
+		maxRows = 65535 * 64
+	}
+	useQMV := w.Quantized() && n <= 4 && w.In%(128/w.Bits) == 0 && w.GroupSize%(128/w.Bits) == 0
+	for m0 := 0; m0 < n; m0 += maxRows {
+		m1 := min(n, m0+maxRows)
+		for o0 := 0; o0 < w.Out; o0 += maxOut {
+			o1 := min(w.Out, o0+maxOut)
+			args := [8]arg{
+				1: in(x).sub(int64(m0*w.In*4), int64((m1-m0)*w.In*4)),
+				2: weight(w.W).sub(int64(o0)*wRow, int64(o1-o0)*wRow),
+				5: out(dst).sub(int64(m0*w.Out*4), int64((m1-m0)*w.Out*4)),
+			}
+			if w.Quantized() {
+				args[3] = weight(w.Scales).sub(int64(o0)*sRow, int64(o1-o0)*sRow)
+				args[4] = weight(w.Biases).sub(int64(o0)*sRow, int64(o1-o0)*sRow)
+			}
+			nout := o1 - o0
+			if useQMV {
+				id := kernels.QMV4
+				if w.Bits == 8 {
+					id = kernels.QMV8
+				}
+				words := []uint32{uint32(w.In), uint32(nout), uint32(w.Out), uint32(o0), uint32(w.GroupSize), dt}
+				err := b.launch(id, &args, words, [3]int{ceilDiv(nout, 8), m1 - m0, 1})
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, errMisaligned) {
+					return err
+				}
+			}
+			id := kernels.MM
+			var gs, sdt, wdt uint32
+			if w.Quantized() {
+				id = kernels.QMM4
+				if w.Bits == 8 {
+					id = kernels.QMM8
+				}
+				gs, sdt = uint32(w.GroupSize), dt
+			} else {
+				wdt = dt
+			}
+			words := []uint32{uint32(w.In), uint32(nout), uint32(m1 - m0), uint32(w.Out), uint32(o0), gs, sdt, wdt}
+			if err := b.launch(id, &args, words, [3]int{ceilDiv(nout, 64), ceilDiv(m1-m0, 64), 1}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Gather writes rows ids[i] of w, dequantized, into dst[len(ids), w.In].
+func (b *Backend) Gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.gather(dst, w, ids))
+}
+
+func (b *Backend) gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) error {
+	dt, err := quantInfo("gather", w)
+	if err != nil {
+		return err
+	}
+	if err := checkF32("gather dst", dst); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return errors.New("gather: no ids")
+	}
+	if dst.Len() != len(ids)*w.In || lastDim(dst) != w.In {
+		return fmt.Errorf("gather: dst %s, want %d rows of %d", dst, len(ids), w.In)
+	}
+	raw := make([]byte, 4*len(ids))
+	for i, id := range ids {
+		if id < 0 || int(id) >= w.Out {
+			return fmt.Errorf("gather: id %d at %d out of range [0, %d)", id, i, w.Out)
+		}
+		binary.LittleEndian.PutUint32(raw[4*i:], uint32(id))
+	}
+	var bits, gs, sdt, wdt uint32
+	if w.Quantized() {
+		bits, gs, sdt = uint32(w.Bits), uint32(w.GroupSize), dt
+	} else {
+		wdt = dt
+	}
+	wRow := int64(len(w.W.Data) / w.Out)
+	var sRow int64
+	args := [8]arg{2: weight(w.W), 5: out(dst)}
+	if w.Quantized() {
+		sRow = int64(len(w.Scales.Data) / w.Out)
+		args[3], args[4] = weight(w.Scales), weight(w.Biases)
+	} else {
+		// The dense kernel never reads slots 3 and 4, but Vulkan wants
+		// every declared binding valid.
+		args[3], args[4] = weight(w.W), weight(w.W)
+	}
+	gx := ceilDiv(w.In, 64)
+	rowOut := int64(w.In) * 4
+	if int64(len(w.W.Data)) <= b.lim.MaxRange {
+		idt := &tensor.Tensor{DType: tensor.U32, Shape: []int{len(ids)}, Data: raw}
+		for i0 := 0; i0 < len(ids); i0 += 65535 {
+			i1 := min(len(ids), i0+65535)
+			a := args
+			a[1] = in(idt).sub(int64(4*i0), int64(4*(i1-i0)))
+			a[5] = out(dst).sub(int64(i0)*rowOut, int64(i1-i0)*rowOut)
+			words := []uint32{uint32(w.In), uint32(i1 - i0), bits, gs, sdt, wdt}
+			if err := b.launch(kernels.Gather, &a, words, [3]int{gx, i1 - i0, 1}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Table larger than one binding: one launch per id over its row only.
+	zero := &tensor.Tensor{DType: tensor.U32, Shape: []int{1}, Data: make([]byte, 4)}
+	for i, id := range ids {
+		a := args
+		a[1] = in(zero)
+		a[2] = weight(w.W).sub(int64(id)*wRow, wRow)
+		if w.Quantized() {
+			a[3] = weight(w.Scales).sub(int64(id)*sRow, sRow)
+			a[4] = weight(w.Biases).sub(int64(id)*sRow, sRow)
+		} else {
+			a[3], a[4] = a[2], a[2]
+		}
+		a[5] = out(dst).sub(int64(i)*rowOut, rowOut)
+		words := []uint32{uint32(w.In), 1, bits, gs, sdt, wdt}
+		if err := b.launch(kernels.Gather, &a, words, [3]int{gx, 1, 1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RMSNorm normalizes each row of x: dst = x / sqrt(mean(x²)+eps) * weight.
+func (b *Backend) RMSNorm(dst, x, w *tensor.Tensor, eps float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.rmsnorm(dst, x, w, eps))
+}
+
+func (b *Backend) rmsnorm(dst, x, w *tensor.Tensor, eps float32) error {
+	if err := checkF32("rmsnorm x", x); err != nil {
+		return err
+	}
+	if err := checkF32("rmsnorm dst", dst); err != nil {
+		return err
+	}
+	n := lastDim(x)
+	if dst.Len() != x.Len() || lastDim(dst) != n {
+		return fmt.Errorf("rmsnorm: dst %s does not match x %s", dst, x)
+	}
+	var hasW, wdt uint32
+	wa := in(x) // placeholder binding when there is no weight
+	if w != nil {
+		c, err := dtypeCode("rmsnorm weight", w.DType)
+		if err != nil {
+			return err
+		}
+		if w.Len() != n || len(w.Data) != n*w.DType.Size() {
+			return fmt.Errorf("rmsnorm: weight %s, want %d values", w, n)
+		}
+		hasW, wdt, wa = 1, c, weight(w)
+	}
+	rows := x.Rows()
+	args := [8]arg{1: in(x), 2: wa, 3: out(dst)}
+	return b.launch(kernels.RMSNorm, &args, []uint32{uint32(n), uint32(rows), hasW, wdt, f32w(eps)}, gridRows(rows))
+}
+
+// RoPE rotates x[n, heads, headDim] in place (half-split convention) over
+// the first dims values of each head at positions pos0, pos0+1, ...
+func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.rope(x, pos0, dims, base))
+}
+
+func (b *Backend) rope(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+	if err := checkF32("rope x", x); err != nil {
+		return err
+	}
+	if len(x.Shape) != 3 {
+		return fmt.Errorf("rope: x %s, want [n, heads, headDim]", x)
+	}
+	n, heads, hd := x.Shape[0], x.Shape[1], x.Shape[2]
+	if dims <= 0 || dims%2 != 0 || dims > hd {
+		return fmt.Errorf("rope: dims %d must be even and in (0, %d]", dims, hd)
+	}
+	if pos0 < 0 || pos0+n > math.MaxUint32 {
+		return fmt.Errorf("rope: position %d out of range", pos0)
+	}
+	if !(base > 0) {
+		return fmt.Errorf("rope: base %v must be positive", base)
+	}
+	half := dims / 2
+	inv := make([]float32, half)
+	for i := range inv {
+		inv[i] = float32(math.Pow(float64(base), -2*float64(i)/float64(dims)))
+	}
+	invt, err := tensor.FromF32(inv, half)
+	if err != nil {
+		return err
+	}
+	args := [8]arg{1: out(x), 2: in(invt)}
+	words := []uint32{uint32(n), uint32(heads), uint32(hd), uint32(half), uint32(pos0)}
+	return b.launch(kernels.RoPE, &args, words, grid1D(n*heads*half, 64))
+}
+
+// maxHeadDim is the largest head size the attention kernel holds.
+const maxHeadDim = 512
+
+// Attention computes softmax(scale·q·kᵀ + mask)·v per head with
+// grouped-query sharing; the mask's spans and window go to the kernel as
+// positions, never as a matrix.
+func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.attention(dst, q, k, v, mask, scale))
+}
+
+func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
+	for _, c := range []struct {
+		what string
+		t    *tensor.Tensor
+	}{{"attention q", q}, {"attention k", k}, {"attention v", v}, {"attention dst", dst}} {
+		if err := checkF32(c.what, c.t); err != nil {
+			return err
+		}
+		if len(c.t.Shape) != 3 {
+			return fmt.Errorf("%s: got %s, want rank 3", c.what, c.t)
+		}
+	}
+	nq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
+	nk, hkv := k.Shape[0], k.Shape[1]
+	if k.Shape[2] != d || v.Shape[0] != nk || v.Shape[1] != hkv || v.Shape[2] != d {
+		return fmt.Errorf("attention: k %s and v %s do not match q %s", k, v, q)
+	}
+	if hkv == 0 || hq%hkv != 0 {
+		return fmt.Errorf("attention: %d query heads not a multiple of %d kv heads", hq, hkv)
+	}
+	if dst.Len() != q.Len() {
+		return fmt.Errorf("attention: dst %s does not match q %s", dst, q)
+	}
+	if d > maxHeadDim {
+		return fmt.Errorf("attention: head dim %d exceeds the kernel's %d", d, maxHeadDim)
+	}
+	if nq > 65535 || hq > 65535 {
+		return fmt.Errorf("attention: %d rows x %d heads exceeds the grid", nq, hq)
+	}
+	if mask.Rows != nq {
+		return fmt.Errorf("attention: mask has %d rows, q has %d", mask.Rows, nq)
+	}
+	if mask.KeyLen() != nk {
+		return fmt.Errorf("attention: mask covers %d keys, k has %d", mask.KeyLen(), nk)
+	}
+	if err := mask.Validate(); err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	var spans []byte
+	col := 0
+	for _, s := range mask.Keys {
+		if s.Len == 0 {
+			continue
+		}
+		if s.Start+s.Len > math.MaxUint32 || mask.QueryStart+nq > math.MaxUint32 {
+			return fmt.Errorf("attention: positions beyond 2^32")
+		}
+		spans = binary.LittleEndian.AppendUint32(spans, uint32(s.Start))
+		spans = binary.LittleEndian.AppendUint32(spans, uint32(col))
+		col += s.Len
+	}
+	st := &tensor.Tensor{DType: tensor.U32, Shape: []int{len(spans) / 4}, Data: spans}
+	args := [8]arg{1: in(q), 2: in(k), 3: in(v), 4: in(st), 5: out(dst)}
+	words := []uint32{uint32(nq), uint32(nk), uint32(hq), uint32(hkv), uint32(d),
+		uint32(mask.QueryStart), uint32(mask.Window), uint32(len(spans) / 8), f32w(scale)}
+	return b.launch(kernels.Attn, &args, words, [3]int{hq, nq, 1})
+}
+
+// Elementwise op codes of the eltwise kernel.
+const (
+	opAdd = iota
+	opMul
+	opScale
+	opSoftcap
+	opGelu
+	opCopy
+)
+
+func (b *Backend) eltwise(what string, op uint32, dst, a, bt *tensor.Tensor, f float32) error {
+	if err := checkF32(what+" dst", dst); err != nil {
+		return err
+	}
+	if err := checkF32(what+" x", a); err != nil {
+		return err
+	}
+	if dst.Len() != a.Len() {
+		return fmt.Errorf("%s: dst %s and input %s differ in size", what, dst, a)
+	}
+	nb := a.Len()
+	if bt != nil {
+		if err := checkF32(what+" b", bt); err != nil {
+			return err
+		}
+		switch {
+		case bt.Len() == a.Len():
+		case bt.Rows() == 1 && bt.Len() == lastDim(a):
+			nb = bt.Len()
+		default:
+			return fmt.Errorf("%s: b %s neither matches a %s nor is one row of it", what, bt, a)
+		}
+	} else {
+		bt = a
+	}
+	args := [8]arg{1: in(a), 2: in(bt), 3: out(dst)}
+	return b.launch(kernels.Eltwise, &args, []uint32{uint32(a.Len()), uint32(nb), op, f32w(f)}, grid1D(a.Len(), 256))
+}
+
+// GeluTanh applies the tanh approximation of GELU elementwise.
+func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.eltwise("gelu", opGelu, dst, x, nil, 0))
+}
+
+// Add computes dst = a + bt; bt may be one row broadcast over a's rows.
+func (b *Backend) Add(dst, a, bt *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bt == nil {
+		return b.fail(errors.New("add: missing b"))
+	}
+	return b.fail(b.eltwise("add", opAdd, dst, a, bt, 0))
+}
+
+// Mul computes dst = a * bt; bt may be one row broadcast over a's rows.
+func (b *Backend) Mul(dst, a, bt *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bt == nil {
+		return b.fail(errors.New("mul: missing b"))
+	}
+	return b.fail(b.eltwise("mul", opMul, dst, a, bt, 0))
+}
+
+// Scale computes dst = x * s.
+func (b *Backend) Scale(dst, x *tensor.Tensor, s float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.eltwise("scale", opScale, dst, x, nil, s))
+}
+
+// Softcap computes dst = tanh(x / c) * c.
+func (b *Backend) Softcap(dst, x *tensor.Tensor, c float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c == 0 || c != c {
+		return b.fail(fmt.Errorf("softcap: cap %v must be non-zero", c))
+	}
+	return b.fail(b.eltwise("softcap", opSoftcap, dst, x, nil, c))
+}
+
+// Copy copies src into dst (same element count, F32).
+func (b *Backend) Copy(dst, src *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.eltwise("copy", opCopy, dst, src, nil, 0))
+}
+
+// Softmax normalizes each row of x over its last axis.
+func (b *Backend) Softmax(dst, x *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.rowOp("softmax", kernels.Softmax, dst, x))
+}
+
+// Argmax writes the index of the largest value of each row of x into
+// dst (I32 or U32 of x.Rows() elements), so greedy decoding reads back one
+// integer per step. Ties pick the first index.
+func (b *Backend) Argmax(dst, x *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if dst == nil || (dst.DType != tensor.I32 && dst.DType != tensor.U32) || dst.Len() != x.Rows() || len(dst.Data) != 4*dst.Len() {
+		return b.fail(fmt.Errorf("argmax: dst %v, want I32 of %d values", dst, x.Rows()))
+	}
+	return b.fail(b.rowOp("argmax", kernels.Argmax, dst, x))
+}
+
+func (b *Backend) rowOp(what string, id kernels.ID, dst, x *tensor.Tensor) error {
+	if err := checkF32(what+" x", x); err != nil {
+		return err
+	}
+	if id == kernels.Softmax {
+		if err := checkF32(what+" dst", dst); err != nil {
+			return err
+		}
+		if dst.Len() != x.Len() {
+			return fmt.Errorf("%s: dst %s does not match x %s", what, dst, x)
+		}
+	}
+	rows := x.Rows()
+	args := [8]arg{1: in(x), 2: out(dst)}
+	return b.launch(id, &args, []uint32{uint32(lastDim(x)), uint32(rows)}, gridRows(rows))
+}
+
+var _ tensor.Backend = (*Backend)(nil)

@@ -1,0 +1,611 @@
+//go:build linux
+
+package vulkan
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"mlxchat/metal/gpu"
+	"mlxchat/metal/kernels"
+)
+
+// Driver is the Vulkan implementation of gpu.Driver. It records every
+// dispatch into one command buffer that Flush submits and waits for.
+type Driver struct {
+	v      *vk
+	inst   uintptr
+	pdev   uintptr
+	dev    uintptr
+	queue  uintptr
+	family uint32
+
+	info     Info
+	lim      gpu.Limits
+	uboAlign int64
+	mem      memoryProps
+
+	setLayout  uint64
+	pipeLayout uint64
+	modules    [kernels.Count]uint64
+	pipes      [kernels.Count]uint64
+
+	cmdPool   uint64
+	cb        uintptr
+	recording bool
+	lastPipe  uint64
+	fence     uint64
+
+	pools   []uint64
+	poolIdx int
+	ubos    []*vbuf
+	uboIdx  int
+	uboUsed int64
+}
+
+// Info describes the device a Driver runs on.
+type Info struct {
+	Name         string
+	Type         string // "discrete", "integrated", "virtual", "cpu", "other"
+	SubgroupSize int
+	MaxRange     int64
+	OffsetAlign  int64
+	SharedMemory int
+	APIVersion   string
+}
+
+// vbuf is a buffer with its own memory allocation.
+type vbuf struct {
+	buf, mem uint64
+	size     int64
+	mapped   []byte // nil for device-only memory
+}
+
+const (
+	setsPerPool = 512
+	uboChunk    = 1 << 20
+)
+
+// NewDriver opens the Vulkan loader and picks a device: the one whose index
+// MLXCHAT_VULKAN_DEVICE names, else the first discrete GPU, then
+// integrated, virtual and CPU devices in that order.
+func NewDriver() (*Driver, error) {
+	v, err := loadVK()
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{v: v}
+	if err := d.init(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Driver) init() error {
+	v := d.v
+	app := &applicationInfo{sType: stApplicationInfo, pApplicationName: cstr("mlxchat"), pEngineName: cstr("mlxchat"), apiVersion: apiVersion11}
+	ici := &instanceCreateInfo{sType: stInstanceCreateInfo, pApplicationInfo: p(app)}
+	if err := vkErr("vkCreateInstance", v.CreateInstance(p(ici), nil, p(&d.inst))); err != nil {
+		return err
+	}
+	var n uint32
+	if err := vkErr("vkEnumeratePhysicalDevices", v.EnumeratePhysicalDevices(d.inst, p(&n), nil)); err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("vulkan: no physical device (install a driver, e.g. mesa-vulkan-drivers for lavapipe)")
+	}
+	devs := make([]uintptr, n)
+	if err := vkErr("vkEnumeratePhysicalDevices", v.EnumeratePhysicalDevices(d.inst, p(&n), p(&devs[0]))); err != nil {
+		return err
+	}
+	props := make([]*physProps, n)
+	for i, pd := range devs {
+		buf := new([physPropsSize]byte)
+		v.GetPhysicalDeviceProperties(pd, p(buf))
+		props[i] = (*physProps)(p(buf))
+	}
+	pick := -1
+	if s := os.Getenv("MLXCHAT_VULKAN_DEVICE"); s != "" {
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 || i >= int(n) {
+			return fmt.Errorf("vulkan: MLXCHAT_VULKAN_DEVICE=%q: want an index below %d", s, n)
+		}
+		pick = i
+	} else {
+		for _, want := range []uint32{2, 1, 3, 4, 0} { // discrete, integrated, virtual, cpu, other
+			for i, pr := range props {
+				if pick < 0 && pr.deviceType == want && pr.apiVersion >= apiVersion11 {
+					pick = i
+				}
+			}
+		}
+		if pick < 0 {
+			return errors.New("vulkan: no device supports Vulkan 1.1")
+		}
+	}
+	d.pdev = devs[pick]
+	pr := props[pick]
+	d.info = Info{
+		Name:         cName(pr.deviceName[:]),
+		Type:         [...]string{"other", "integrated", "discrete", "virtual", "cpu"}[min(pr.deviceType, 4)],
+		MaxRange:     int64(pr.limits.maxStorageBufferRange),
+		OffsetAlign:  int64(max(pr.limits.minStorageBufferOffsetAlignment, 16)),
+		SharedMemory: int(pr.limits.maxComputeSharedMemorySize),
+		APIVersion:   fmt.Sprintf("%d.%d.%d", pr.apiVersion>>22, pr.apiVersion>>12&0x3ff, pr.apiVersion&0xfff),
+	}
+	d.uboAlign = int64(max(pr.limits.minUniformBufferOffsetAlignment, 16))
+	d.lim = gpu.Limits{OffsetAlign: d.info.OffsetAlign, MaxRange: d.info.MaxRange}
+	sg := &subgroupProps{sType: stSubgroupProps}
+	p2 := &physProps2{sType: stPhysProps2, pNext: p(sg)}
+	v.GetPhysicalDeviceProperties2(d.pdev, p(p2))
+	d.info.SubgroupSize = int(sg.subgroupSize)
+	if sg.supportedOperations&0x4 == 0 || sg.supportedStages&stageCompute == 0 { // ARITHMETIC_BIT
+		return fmt.Errorf("vulkan: %s lacks subgroup arithmetic in compute shaders", d.info.Name)
+	}
+	if d.info.SharedMemory < 16<<10 {
+		return fmt.Errorf("vulkan: %s has only %d bytes of shared memory", d.info.Name, d.info.SharedMemory)
+	}
+	v.GetPhysicalDeviceMemoryProperties(d.pdev, p(&d.mem))
+
+	var nq uint32
+	v.GetPhysicalDeviceQueueFamilyProperties(d.pdev, p(&nq), nil)
+	qf := make([]queueFamilyProps, max(nq, 1))
+	v.GetPhysicalDeviceQueueFamilyProperties(d.pdev, p(&nq), p(&qf[0]))
+	d.family = ^uint32(0)
+	for i := uint32(0); i < nq; i++ {
+		if qf[i].queueFlags&queueCompute != 0 {
+			d.family = i
+			break
+		}
+	}
+	if d.family == ^uint32(0) {
+		return fmt.Errorf("vulkan: %s has no compute queue", d.info.Name)
+	}
+	prio := new(float32)
+	*prio = 1
+	qci := &deviceQueueCreateInfo{sType: stDeviceQueueCreateInfo, queueFamilyIndex: d.family, queueCount: 1, pQueuePriorities: p(prio)}
+	dci := &deviceCreateInfo{sType: stDeviceCreateInfo, queueCreateInfoCount: 1, pQueueCreateInfos: p(qci)}
+	if err := vkErr("vkCreateDevice", v.CreateDevice(d.pdev, p(dci), nil, p(&d.dev))); err != nil {
+		return err
+	}
+	v.GetDeviceQueue(d.dev, d.family, 0, p(&d.queue))
+
+	binds := make([]descSetLayoutBinding, 8)
+	for i := range binds {
+		binds[i] = descSetLayoutBinding{binding: uint32(i), descriptorType: descStorageBuffer, descriptorCount: 1, stageFlags: stageCompute}
+	}
+	binds[0].descriptorType = descUniformBuffer
+	lci := &descSetLayoutCreateInfo{sType: stDescSetLayoutCreate, bindingCount: 8, pBindings: p(&binds[0])}
+	if err := vkErr("vkCreateDescriptorSetLayout", v.CreateDescriptorSetLayout(d.dev, p(lci), nil, p(&d.setLayout))); err != nil {
+		return err
+	}
+	layouts := []uint64{d.setLayout}
+	plci := &pipelineLayoutCreateInfo{sType: stPipelineLayoutCreate, setLayoutCount: 1, pSetLayouts: p(&layouts[0])}
+	if err := vkErr("vkCreatePipelineLayout", v.CreatePipelineLayout(d.dev, p(plci), nil, p(&d.pipeLayout))); err != nil {
+		return err
+	}
+	cpci := &commandPoolCreateInfo{sType: stCommandPoolCreate, flags: poolResetCommandBuffer, queueFamilyIndex: d.family}
+	if err := vkErr("vkCreateCommandPool", v.CreateCommandPool(d.dev, p(cpci), nil, p(&d.cmdPool))); err != nil {
+		return err
+	}
+	cb, err := d.newCommandBuffer()
+	if err != nil {
+		return err
+	}
+	d.cb = cb
+	fci := &fenceCreateInfo{sType: stFenceCreateInfo}
+	return vkErr("vkCreateFence", v.CreateFence(d.dev, p(fci), nil, p(&d.fence)))
+}
+
+func cName(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+func (d *Driver) newCommandBuffer() (uintptr, error) {
+	var cb uintptr
+	ai := &commandBufferAllocateInfo{sType: stCommandBufferAllocate, commandPool: d.cmdPool, commandBufferCount: 1}
+	return cb, vkErr("vkAllocateCommandBuffers", d.v.AllocateCommandBuffers(d.dev, p(ai), p(&cb)))
+}
+
+// Name returns "vulkan".
+func (d *Driver) Name() string { return "vulkan" }
+
+// Info describes the selected device.
+func (d *Driver) Info() Info { return d.info }
+
+// Limits returns the binding constraints of the device.
+func (d *Driver) Limits() gpu.Limits { return d.lim }
+
+// memType returns a memory type allowed by bits that has all of want,
+// preferring one that also has prefer and none of avoid.
+func (d *Driver) memType(bits, want, prefer, avoid uint32) (uint32, bool) {
+	best, bestScore := uint32(0), -1
+	for i := uint32(0); i < d.mem.memoryTypeCount; i++ {
+		f := d.mem.memoryTypes[i].propertyFlags
+		if bits&(1<<i) == 0 || f&want != want {
+			continue
+		}
+		score := 0
+		if f&prefer == prefer {
+			score += 2
+		}
+		if f&avoid == 0 {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best, bestScore >= 0
+}
+
+// newVBuf creates a buffer of size bytes in memory with flags want (and,
+// if possible, prefer), mapped when host-visible.
+func (d *Driver) newVBuf(size int64, usage, want, prefer, avoid uint32) (*vbuf, error) {
+	v := d.v
+	b := &vbuf{size: size}
+	bci := &bufferCreateInfo{sType: stBufferCreateInfo, size: uint64(size), usage: usage}
+	if err := vkErr("vkCreateBuffer", v.CreateBuffer(d.dev, p(bci), nil, p(&b.buf))); err != nil {
+		return nil, err
+	}
+	req := &memoryRequirements{}
+	v.GetBufferMemoryRequirements(d.dev, b.buf, p(req))
+	t, ok := d.memType(req.memoryTypeBits, want, prefer, avoid)
+	if !ok {
+		v.DestroyBuffer(d.dev, b.buf, nil)
+		return nil, fmt.Errorf("vulkan: no memory type with flags %#x for a %d-byte buffer", want, size)
+	}
+	mai := &memoryAllocateInfo{sType: stMemoryAllocateInfo, allocationSize: req.size, memoryTypeIndex: t}
+	if err := vkErr(fmt.Sprintf("vkAllocateMemory(%d bytes)", req.size), v.AllocateMemory(d.dev, p(mai), nil, p(&b.mem))); err != nil {
+		v.DestroyBuffer(d.dev, b.buf, nil)
+		return nil, err
+	}
+	if err := vkErr("vkBindBufferMemory", v.BindBufferMemory(d.dev, b.buf, b.mem, 0)); err != nil {
+		d.release(b)
+		return nil, err
+	}
+	if d.mem.memoryTypes[t].propertyFlags&memHostVisible != 0 {
+		var ptr unsafe.Pointer
+		if err := vkErr("vkMapMemory", v.MapMemory(d.dev, b.mem, 0, uint64(size), 0, p(&ptr))); err != nil {
+			d.release(b)
+			return nil, err
+		}
+		b.mapped = unsafe.Slice((*byte)(ptr), size)
+	}
+	return b, nil
+}
+
+const allUsage = bufStorage | bufTransferSrc | bufTransferDst
+
+// NewBuffer returns a zeroed host-visible, coherent buffer, in device-local
+// memory when the device offers such memory and it has room.
+func (d *Driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
+	b, err := d.newVBuf(int64(size), allUsage|bufUniform, memHostVisible|memHostCoherent|memDeviceLocal, memHostCached, 0)
+	if err != nil {
+		b, err = d.newVBuf(int64(size), allUsage|bufUniform, memHostVisible|memHostCoherent, memHostCached, 0)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	clear(b.mapped)
+	return b, b.mapped, nil
+}
+
+// NewWeights copies data into device-local memory (through a staging
+// buffer when that memory is not host-visible).
+func (d *Driver) NewWeights(data []byte) (gpu.Buf, error) {
+	size := int64(len(data))
+	b, err := d.newVBuf(size, allUsage, memDeviceLocal, 0, memHostVisible)
+	if err != nil {
+		b, err = d.newVBuf(size, allUsage, memHostVisible|memHostCoherent, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if b.mapped != nil {
+		copy(b.mapped, data)
+		return b, nil
+	}
+	if err := d.upload(b, data); err != nil {
+		d.release(b)
+		return nil, err
+	}
+	return b, nil
+}
+
+// upload copies data into the device-only buffer dst in staging chunks,
+// on a separate command buffer submitted and waited for at once.
+func (d *Driver) upload(dst *vbuf, data []byte) error {
+	chunk := int64(min(len(data), 64<<20))
+	st, err := d.newVBuf(chunk, bufTransferSrc, memHostVisible|memHostCoherent, 0, 0)
+	if err != nil {
+		return err
+	}
+	defer d.release(st)
+	cb, err := d.newCommandBuffer()
+	if err != nil {
+		return err
+	}
+	cbs := []uintptr{cb}
+	defer d.v.FreeCommandBuffers(d.dev, d.cmdPool, 1, p(&cbs[0]))
+	var fence uint64
+	fci := &fenceCreateInfo{sType: stFenceCreateInfo}
+	if err := vkErr("vkCreateFence", d.v.CreateFence(d.dev, p(fci), nil, p(&fence))); err != nil {
+		return err
+	}
+	defer d.v.DestroyFence(d.dev, fence, nil)
+	for off := int64(0); off < int64(len(data)); off += chunk {
+		n := min(chunk, int64(len(data))-off)
+		copy(st.mapped, data[off:off+n])
+		bi := &commandBufferBeginInfo{sType: stCommandBufferBegin, flags: oneTimeSubmit}
+		if err := vkErr("vkBeginCommandBuffer", d.v.BeginCommandBuffer(cb, p(bi))); err != nil {
+			return err
+		}
+		region := &bufferCopy{srcOffset: 0, dstOffset: uint64(off), size: uint64(n)}
+		d.v.CmdCopyBuffer(cb, st.buf, dst.buf, 1, p(region))
+		mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accTransferWrite, dstAccessMask: accShaderRead}
+		d.v.CmdPipelineBarrier(cb, pipeTransfer, pipeCompute, 0, 1, p(mb), 0, nil, 0, nil)
+		if err := vkErr("vkEndCommandBuffer", d.v.EndCommandBuffer(cb)); err != nil {
+			return err
+		}
+		if err := d.submitWait(cb, fence); err != nil {
+			return err
+		}
+		if err := vkErr("vkResetCommandBuffer", d.v.ResetCommandBuffer(cb, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) submitWait(cb uintptr, fence uint64) error {
+	cbs := []uintptr{cb}
+	si := &submitInfo{sType: stSubmitInfo, commandBufferCount: 1, pCommandBuffers: p(&cbs[0])}
+	if err := vkErr("vkQueueSubmit", d.v.QueueSubmit(d.queue, 1, p(si), fence)); err != nil {
+		return err
+	}
+	fences := []uint64{fence}
+	if err := vkErr("vkWaitForFences", d.v.WaitForFences(d.dev, 1, p(&fences[0]), 1, ^uint64(0))); err != nil {
+		return err
+	}
+	return vkErr("vkResetFences", d.v.ResetFences(d.dev, 1, p(&fences[0])))
+}
+
+// Release frees a buffer made by NewBuffer or NewWeights.
+func (d *Driver) Release(b gpu.Buf) {
+	if vb, ok := b.(*vbuf); ok {
+		d.release(vb)
+	}
+}
+
+func (d *Driver) release(b *vbuf) {
+	if b.mapped != nil {
+		d.v.UnmapMemory(d.dev, b.mem)
+		b.mapped = nil
+	}
+	if b.buf != 0 {
+		d.v.DestroyBuffer(d.dev, b.buf, nil)
+		b.buf = 0
+	}
+	if b.mem != 0 {
+		d.v.FreeMemory(d.dev, b.mem, nil)
+		b.mem = 0
+	}
+}
+
+// pipeline returns kernel k's compute pipeline, creating it on first use.
+func (d *Driver) pipeline(k kernels.ID) (uint64, error) {
+	if d.pipes[k] != 0 {
+		return d.pipes[k], nil
+	}
+	code, err := kernels.SPIRV(k)
+	if err != nil {
+		return 0, err
+	}
+	words := make([]uint32, (len(code)+3)/4) // 4-byte aligned copy
+	copy(unsafe.Slice((*byte)(p(&words[0])), len(code)), code)
+	smci := &shaderModuleCreateInfo{sType: stShaderModuleCreateInfo, codeSize: uintptr(len(code)), pCode: p(&words[0])}
+	if err := vkErr("vkCreateShaderModule("+k.String()+")", d.v.CreateShaderModule(d.dev, p(smci), nil, p(&d.modules[k]))); err != nil {
+		return 0, err
+	}
+	ci := &computePipelineCreateInfo{
+		sType:             stComputePipelineCreate,
+		stage:             shaderStageCreateInfo{sType: stPipelineShaderStage, stage: stageCompute, module: d.modules[k], pName: cstr("main")},
+		layout:            d.pipeLayout,
+		basePipelineIndex: -1,
+	}
+	if err := vkErr("vkCreateComputePipelines("+k.String()+")", d.v.CreateComputePipelines(d.dev, 0, 1, p(ci), nil, p(&d.pipes[k]))); err != nil {
+		return 0, err
+	}
+	return d.pipes[k], nil
+}
+
+// descriptorSet allocates a set from this step's pools, adding a pool when
+// the current ones are full.
+func (d *Driver) descriptorSet() (uint64, error) {
+	layouts := []uint64{d.setLayout}
+	for {
+		if d.poolIdx == len(d.pools) {
+			sizes := []descPoolSize{{descUniformBuffer, setsPerPool}, {descStorageBuffer, 7 * setsPerPool}}
+			pci := &descPoolCreateInfo{sType: stDescPoolCreate, maxSets: setsPerPool, poolSizeCount: 2, pPoolSizes: p(&sizes[0])}
+			var pool uint64
+			if err := vkErr("vkCreateDescriptorPool", d.v.CreateDescriptorPool(d.dev, p(pci), nil, p(&pool))); err != nil {
+				return 0, err
+			}
+			d.pools = append(d.pools, pool)
+		}
+		var set uint64
+		ai := &descSetAllocateInfo{sType: stDescSetAllocate, descriptorPool: d.pools[d.poolIdx], descriptorSetCount: 1, pSetLayouts: p(&layouts[0])}
+		r := d.v.AllocateDescriptorSets(d.dev, p(ai), p(&set))
+		switch r {
+		case vkSuccess:
+			return set, nil
+		case vkErrorOutOfPool, vkErrorFragmented:
+			d.poolIdx++
+		default:
+			return 0, vkErr("vkAllocateDescriptorSets", r)
+		}
+	}
+}
+
+// uniform copies a parameter block into this step's uniform ring.
+func (d *Driver) uniform(params []byte) (*vbuf, int64, error) {
+	need := (int64(len(params)) + d.uboAlign - 1) &^ (d.uboAlign - 1)
+	if d.uboIdx < len(d.ubos) && d.uboUsed+need > d.ubos[d.uboIdx].size {
+		d.uboIdx++
+		d.uboUsed = 0
+	}
+	if d.uboIdx == len(d.ubos) {
+		b, err := d.newVBuf(uboChunk, bufUniform, memHostVisible|memHostCoherent, memDeviceLocal, 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		d.ubos = append(d.ubos, b)
+		d.uboUsed = 0
+	}
+	b := d.ubos[d.uboIdx]
+	off := d.uboUsed
+	copy(b.mapped[off:], params)
+	d.uboUsed += need
+	return b, off, nil
+}
+
+// Dispatch records kernel k with its parameter block and bindings.
+func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
+	pipe, err := d.pipeline(k)
+	if err != nil {
+		return err
+	}
+	if !d.recording {
+		bi := &commandBufferBeginInfo{sType: stCommandBufferBegin, flags: oneTimeSubmit}
+		if err := vkErr("vkBeginCommandBuffer", d.v.BeginCommandBuffer(d.cb, p(bi))); err != nil {
+			return err
+		}
+		d.recording = true
+		d.lastPipe = 0
+	}
+	ubo, uoff, err := d.uniform(params)
+	if err != nil {
+		return err
+	}
+	set, err := d.descriptorSet()
+	if err != nil {
+		return err
+	}
+	infos := make([]descBufferInfo, 8)
+	writes := make([]writeDescSet, 0, 8)
+	infos[0] = descBufferInfo{buffer: ubo.buf, offset: uint64(uoff), rng: uint64((len(params) + 15) &^ 15)}
+	writes = append(writes, writeDescSet{sType: stWriteDescriptorSet, dstSet: set, dstBinding: 0, descriptorCount: 1, descriptorType: descUniformBuffer, pBufferInfo: p(&infos[0])})
+	for i := 1; i < 8; i++ {
+		bd := binds[i]
+		if bd.Buf == nil {
+			continue
+		}
+		vb, ok := bd.Buf.(*vbuf)
+		if !ok {
+			return fmt.Errorf("vulkan: binding %d of %s is not a Vulkan buffer", i, k)
+		}
+		infos[i] = descBufferInfo{buffer: vb.buf, offset: uint64(bd.Offset), rng: uint64(bd.Size)}
+		writes = append(writes, writeDescSet{sType: stWriteDescriptorSet, dstSet: set, dstBinding: uint32(i), descriptorCount: 1, descriptorType: descStorageBuffer, pBufferInfo: p(&infos[i])})
+	}
+	d.v.UpdateDescriptorSets(d.dev, uint32(len(writes)), p(&writes[0]), 0, nil)
+	if pipe != d.lastPipe {
+		d.v.CmdBindPipeline(d.cb, bindCompute, pipe)
+		d.lastPipe = pipe
+	}
+	sets := []uint64{set}
+	d.v.CmdBindDescriptorSets(d.cb, bindCompute, d.pipeLayout, 0, 1, p(&sets[0]), 0, nil)
+	d.v.CmdDispatch(d.cb, uint32(groups[0]), uint32(groups[1]), uint32(groups[2]))
+	mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accShaderRead | accShaderWrite}
+	d.v.CmdPipelineBarrier(d.cb, pipeCompute, pipeCompute, 0, 1, p(mb), 0, nil, 0, nil)
+	return nil
+}
+
+// Flush submits the recorded command buffer and waits for it.
+func (d *Driver) Flush() error {
+	if !d.recording {
+		return nil
+	}
+	d.recording = false
+	mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accHostRead}
+	d.v.CmdPipelineBarrier(d.cb, pipeCompute, pipeHost, 0, 1, p(mb), 0, nil, 0, nil)
+	err := vkErr("vkEndCommandBuffer", d.v.EndCommandBuffer(d.cb))
+	if err == nil {
+		err = d.submitWait(d.cb, d.fence)
+	}
+	if rerr := vkErr("vkResetCommandBuffer", d.v.ResetCommandBuffer(d.cb, 0)); err == nil {
+		err = rerr
+	}
+	for _, pool := range d.pools[:min(d.poolIdx+1, len(d.pools))] {
+		if rerr := vkErr("vkResetDescriptorPool", d.v.ResetDescriptorPool(d.dev, pool, 0)); err == nil {
+			err = rerr
+		}
+	}
+	d.poolIdx = 0
+	d.uboIdx, d.uboUsed = 0, 0
+	return err
+}
+
+// Close waits for the device and destroys everything the driver made.
+func (d *Driver) Close() error {
+	v := d.v
+	if d.dev != 0 {
+		v.DeviceWaitIdle(d.dev)
+		for _, b := range d.ubos {
+			d.release(b)
+		}
+		d.ubos = nil
+		for _, pool := range d.pools {
+			v.DestroyDescriptorPool(d.dev, pool, nil)
+		}
+		d.pools = nil
+		for k := range d.pipes {
+			if d.pipes[k] != 0 {
+				v.DestroyPipeline(d.dev, d.pipes[k], nil)
+				d.pipes[k] = 0
+			}
+			if d.modules[k] != 0 {
+				v.DestroyShaderModule(d.dev, d.modules[k], nil)
+				d.modules[k] = 0
+			}
+		}
+		if d.fence != 0 {
+			v.DestroyFence(d.dev, d.fence, nil)
+		}
+		if d.cmdPool != 0 {
+			v.DestroyCommandPool(d.dev, d.cmdPool, nil)
+		}
+		if d.pipeLayout != 0 {
+			v.DestroyPipelineLayout(d.dev, d.pipeLayout, nil)
+		}
+		if d.setLayout != 0 {
+			v.DestroyDescriptorSetLayout(d.dev, d.setLayout, nil)
+		}
+		v.DestroyDevice(d.dev, nil)
+		d.dev = 0
+	}
+	if d.inst != 0 {
+		v.DestroyInstance(d.inst, nil)
+		d.inst = 0
+	}
+	return nil
+}
+
+// Open returns a tensor.Backend running on the selected Vulkan device.
+func Open() (*gpu.Backend, *Driver, error) {
+	d, err := NewDriver()
+	if err != nil {
+		return nil, nil, err
+	}
+	return gpu.New(d), d, nil
+}

@@ -1,0 +1,590 @@
+//go:build linux
+
+package vulkan
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+
+	"mlxchat/metal/gpu"
+	"mlxchat/tensor"
+)
+
+var (
+	shared     *gpu.Backend
+	sharedDrv  *Driver
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// open returns the package's shared Vulkan backend, skipping the test when
+// no device is present unless CI=true.
+func open(t testing.TB) (*gpu.Backend, *Driver) {
+	t.Helper()
+	sharedOnce.Do(func() { shared, sharedDrv, sharedErr = Open() })
+	if sharedErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Vulkan device under CI=true (install mesa-vulkan-drivers libvulkan1): %v", sharedErr)
+		}
+		t.Skipf("no Vulkan device (install mesa-vulkan-drivers libvulkan1 for lavapipe): %v", sharedErr)
+	}
+	return shared, sharedDrv
+}
+
+// openFresh opens a private backend (for tests that change its limits).
+func openFresh(t *testing.T) *gpu.Backend {
+	t.Helper()
+	open(t)
+	b, _, err := Open()
+	if err != nil {
+		t.Fatalf("second Vulkan backend: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing Vulkan backend:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// put returns an F32 tensor holding vals: from the backend's Alloc when
+// onGPU, else a plain host tensor (which the backend stages).
+func put(b *gpu.Backend, onGPU bool, vals []float32, shape ...int) *tensor.Tensor {
+	if !onGPU {
+		t, err := tensor.FromF32(vals, shape...)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	t := b.Alloc(shape...)
+	copy(t.F32(), vals)
+	return t
+}
+
+// near fails unless |got-want| <= atol + rtol*|want| everywhere.
+func near(t *testing.T, what string, got []float32, want []float64, atol, rtol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	worst, at := 0.0, -1
+	for i := range got {
+		g := float64(got[i])
+		d := math.Abs(g - want[i])
+		if math.IsNaN(g) || d > atol+rtol*math.Abs(want[i]) {
+			t.Fatalf("%s: [%d] = %v, want %v (|diff| %.3g)", what, i, g, want[i], d)
+		}
+		if d > worst {
+			worst, at = d, i
+		}
+	}
+	t.Logf("%s: max |diff| %.3g at %d", what, worst, at)
+}
+
+func TestDeviceInfo(t *testing.T) {
+	_, d := open(t)
+	info := d.Info()
+	t.Logf("device %q type %s api %s subgroup %d maxRange %d align %d shared %d",
+		info.Name, info.Type, info.APIVersion, info.SubgroupSize, info.MaxRange, info.OffsetAlign, info.SharedMemory)
+	if info.SubgroupSize <= 0 || info.MaxRange <= 0 || info.OffsetAlign < 16 {
+		t.Fatalf("implausible device limits %+v", info)
+	}
+}
+
+func TestMatMul(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name       string
+		n, out, in int
+		bits, gs   int
+		dt         tensor.DType
+		onGPU      bool
+	}{
+		{"q4 bf16 decode ragged rows", 1, 37, 256, 4, 64, tensor.BF16, true},
+		{"q4 f16 3 rows gs32", 3, 64, 128, 4, 32, tensor.F16, true},
+		{"q4 bf16 decode host tensors", 1, 24, 512, 4, 64, tensor.BF16, false},
+		{"q8 bf16 decode", 1, 20, 128, 8, 64, tensor.BF16, true},
+		{"q8 f32 scales 2 rows", 2, 9, 64, 8, 32, tensor.F32, true},
+		{"q4 prefill", 7, 70, 192, 4, 64, tensor.BF16, true},
+		{"q8 prefill multi-tile", 65, 33, 64, 8, 32, tensor.F16, true},
+		{"q4 gs16 falls back to tiled", 1, 10, 64, 4, 16, tensor.BF16, true},
+		{"dense f32", 5, 30, 40, 0, 0, tensor.F32, true},
+		{"dense bf16 decode", 1, 17, 33, 0, 0, tensor.BF16, true},
+		{"dense f16 odd", 2, 3, 7, 0, 0, tensor.F16, false},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 7))
+			var w qmat
+			if c.bits > 0 {
+				w = newQuant(r, c.out, c.in, c.bits, c.gs, c.dt)
+			} else {
+				w = newDense(r, c.out, c.in, c.dt)
+			}
+			xv := randVals(r, c.n*c.in, 1)
+			x := put(b, c.onGPU, xv, c.n, c.in)
+			dst := put(b, c.onGPU, make([]float32, c.n*c.out), c.n, c.out)
+			if err := b.MatMul(dst, x, w.m); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "matmul", dst.F32(), refMatMul(xv, c.n, w), 1e-4, 1e-4)
+		})
+	}
+}
+
+// TestMatMulViews binds tensors that are views into larger GPU buffers at
+// offsets, including one misaligned for vector loads (the decode kernel
+// then falls back to the tiled one).
+func TestMatMulViews(t *testing.T) {
+	b, _ := open(t)
+	r := rand.New(rand.NewPCG(3, 3))
+	w := newQuant(r, 40, 128, 4, 64, tensor.BF16)
+	for _, skip := range []int{0, 1, 4, 32} {
+		big := b.Alloc(skip + 128 + 40 + 8)
+		xv := randVals(r, 128, 1)
+		copy(big.F32()[skip:], xv)
+		x := &tensor.Tensor{DType: tensor.F32, Shape: []int{1, 128}, Data: big.Data[4*skip : 4*(skip+128)]}
+		dst := &tensor.Tensor{DType: tensor.F32, Shape: []int{1, 40}, Data: big.Data[4*(skip+128) : 4*(skip+168)], Handle: big.Handle}
+		if err := b.MatMul(dst, x, w.m); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("view at %d", skip), dst.F32(), refMatMul(xv, 1, w), 1e-4, 1e-4)
+		runtime.KeepAlive(big)
+	}
+}
+
+// TestChunkedWeights forces a tiny binding limit so matmul and gather take
+// the row-chunked paths that huge tables (vocab x hidden) take on devices
+// with a 128 MiB binding limit.
+func TestChunkedWeights(t *testing.T) {
+	b := openFresh(t)
+	b.SetMaxRange(4096)
+	r := rand.New(rand.NewPCG(5, 5))
+	w := newQuant(r, 300, 256, 4, 64, tensor.BF16) // 128 bytes per row: 32 rows per chunk
+	for _, n := range []int{1, 6} {
+		xv := randVals(r, n*256, 1)
+		x := put(b, true, xv, n, 256)
+		dst := b.Alloc(n, 300)
+		if err := b.MatMul(dst, x, w.m); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("chunked matmul n=%d", n), dst.F32(), refMatMul(xv, n, w), 1e-4, 1e-4)
+	}
+	big := newQuant(r, 64, 512, 4, 64, tensor.F16) // 16 KiB of weights > 4 KiB: per-id gather
+	ids := []int32{63, 0, 17, 17}
+	dst := b.Alloc(len(ids), 512)
+	if err := b.Gather(dst, big.m, ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "chunked gather", dst.F32(), gatherRef(big, ids), 1e-6, 1e-6)
+}
+
+func gatherRef(w qmat, ids []int32) []float64 {
+	var want []float64
+	for _, id := range ids {
+		want = append(want, w.deq[id]...)
+	}
+	return want
+}
+
+func TestGather(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name     string
+		bits, gs int
+		dt       tensor.DType
+		ids      []int32
+	}{
+		{"q4 bf16", 4, 64, tensor.BF16, []int32{3, 0, 3, 9}},
+		{"q8 f16", 8, 32, tensor.F16, []int32{1}},
+		{"q2 bf16", 2, 64, tensor.BF16, []int32{5, 2}},
+		{"dense bf16", 0, 0, tensor.BF16, []int32{7, 7, 1}},
+		{"dense f32", 0, 0, tensor.F32, []int32{0, 9}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 11))
+			var w qmat
+			if c.bits > 0 {
+				w = newQuant(r, 10, 128, c.bits, c.gs, c.dt)
+			} else {
+				w = newDense(r, 10, 96, c.dt)
+			}
+			dst := b.Alloc(len(c.ids), w.m.In)
+			if err := b.Gather(dst, w.m, c.ids); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "gather", dst.F32(), gatherRef(w, c.ids), 1e-6, 1e-6)
+		})
+	}
+	w := newDense(rand.New(rand.NewPCG(1, 1)), 4, 8, tensor.F32)
+	if err := b.Gather(b.Alloc(1, 8), w.m, []int32{4}); err == nil {
+		t.Error("gather of id 4 from 4 rows: want an error")
+	}
+	if err := b.Sync(); err == nil {
+		t.Error("Sync after a failed op: want its error")
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name    string
+		rows, n int
+		wdt     tensor.DType // Invalid = no weight
+	}{
+		{"no weight", 3, 100, tensor.Invalid},
+		{"f32 weight", 2, 64, tensor.F32},
+		{"bf16 weight", 4, 1000, tensor.BF16},
+		{"f16 weight odd", 1, 7, tensor.F16},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 13))
+			xv := randVals(r, c.rows*c.n, 3)
+			var wt *tensor.Tensor
+			var wref []float64
+			if c.wdt != tensor.Invalid {
+				wv := randVals(r, c.n, 1)
+				for j := range wv {
+					wv[j] = roundTo(c.wdt, wv[j])
+					wref = append(wref, float64(wv[j]))
+				}
+				wt = encode(c.wdt, wv, c.n)
+			}
+			x := put(b, true, xv, c.rows, c.n)
+			dst := b.Alloc(c.rows, c.n)
+			if err := b.RMSNorm(dst, x, wt, 1e-6); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rmsnorm", dst.F32(), refRMSNorm(xv, c.n, wref, 1e-6), 1e-5, 1e-5)
+		})
+	}
+}
+
+func TestRoPE(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name               string
+		n, heads, hd, dims int
+		pos0               int
+		base               float32
+		atol               float64
+	}{
+		{"full head", 3, 2, 16, 16, 0, 10000, 1e-5},
+		{"partial dims", 2, 3, 16, 8, 7, 10000, 1e-5},
+		{"far positions", 2, 2, 64, 64, 5000, 1000000, 1e-5},
+		{"very far positions", 1, 1, 32, 32, 1 << 20, 10000, 1e-5},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 17))
+			xv := randVals(r, c.n*c.heads*c.hd, 1)
+			x := put(b, i%2 == 0, xv, c.n, c.heads, c.hd)
+			if err := b.RoPE(x, c.pos0, c.dims, c.base); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rope", x.F32(), refRoPE(xv, c.n, c.heads, c.hd, c.pos0, c.dims, float64(c.base)), c.atol, 0)
+		})
+	}
+	if err := b.RoPE(b.Alloc(1, 1, 8), 0, 9, 10000); err == nil {
+		t.Error("odd dims: want an error")
+	}
+	b.Sync()
+}
+
+func TestAttention(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name         string
+		hq, hkv, d   int
+		qstart, rows int
+		spans        []tensor.Span
+		window       int
+	}{
+		{"decode causal 2 chunks", 4, 2, 32, 199, 1, []tensor.Span{{Start: 0, Len: 200}}, 0},
+		{"prefill causal", 2, 2, 16, 0, 9, []tensor.Span{{Start: 0, Len: 9}}, 0},
+		{"trimmed sink + recent, window", 4, 1, 16, 12, 5, []tensor.Span{{Start: 0, Len: 2}, {Start: 10, Len: 7}}, 3},
+		{"gemma head 256, window", 2, 1, 256, 129, 2, []tensor.Span{{Start: 0, Len: 131}}, 100},
+		{"window masks whole chunks", 2, 2, 8, 299, 1, []tensor.Span{{Start: 0, Len: 300}}, 10},
+		{"prefill chunk over long cache", 8, 2, 64, 300, 4, []tensor.Span{{Start: 0, Len: 4}, {Start: 100, Len: 204}}, 0},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 19))
+			mask, err := tensor.NewMask(c.qstart, c.rows, c.spans, c.window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nk := mask.KeyLen()
+			qv := randVals(r, c.rows*c.hq*c.d, 1)
+			kv := randVals(r, nk*c.hkv*c.d, 1)
+			vv := randVals(r, nk*c.hkv*c.d, 1)
+			q := put(b, true, qv, c.rows, c.hq, c.d)
+			k := put(b, i%2 == 0, kv, nk, c.hkv, c.d)
+			v := put(b, true, vv, nk, c.hkv, c.d)
+			dst := b.Alloc(c.rows, c.hq, c.d)
+			scale := float32(1 / math.Sqrt(float64(c.d)))
+			if err := b.Attention(dst, q, k, v, mask, scale); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "attention", dst.F32(), refAttention(qv, kv, vv, c.rows, c.hq, nk, c.hkv, c.d, mask, float64(scale)), 2e-5, 1e-4)
+		})
+	}
+	mask, _ := tensor.NewMask(0, 1, []tensor.Span{{Start: 0, Len: 3}}, 0)
+	q, k := b.Alloc(1, 1, 8), b.Alloc(2, 1, 8)
+	if err := b.Attention(b.Alloc(1, 1, 8), q, k, k, mask, 1); err == nil {
+		t.Error("mask of 3 keys with 2 keys: want an error")
+	}
+	b.Sync()
+}
+
+func TestElementwise(t *testing.T) {
+	b, _ := open(t)
+	r := rand.New(rand.NewPCG(23, 23))
+	const rows, n = 3, 70
+	av := randVals(r, rows*n, 4)
+	av[0], av[1] = 30, -30 // tanh saturation
+	bv := randVals(r, rows*n, 1)
+	rowv := randVals(r, n, 1)
+	type opf func(dst, a *tensor.Tensor) error
+	cases := []struct {
+		name string
+		run  opf
+		ref  func(i int) float64
+	}{
+		{"add", func(d, a *tensor.Tensor) error { return b.Add(d, a, put(b, true, bv, rows, n)) }, func(i int) float64 { return float64(av[i]) + float64(bv[i]) }},
+		{"add row broadcast", func(d, a *tensor.Tensor) error { return b.Add(d, a, put(b, false, rowv, n)) }, func(i int) float64 { return float64(av[i]) + float64(rowv[i%n]) }},
+		{"mul", func(d, a *tensor.Tensor) error { return b.Mul(d, a, put(b, false, bv, rows, n)) }, func(i int) float64 { return float64(av[i]) * float64(bv[i]) }},
+		{"mul row broadcast", func(d, a *tensor.Tensor) error { return b.Mul(d, a, put(b, true, rowv, 1, n)) }, func(i int) float64 { return float64(av[i]) * float64(rowv[i%n]) }},
+		{"scale", func(d, a *tensor.Tensor) error { return b.Scale(d, a, 0.125) }, func(i int) float64 { return float64(av[i]) * 0.125 }},
+		{"softcap", func(d, a *tensor.Tensor) error { return b.Softcap(d, a, 5) }, func(i int) float64 { return math.Tanh(float64(av[i])/5) * 5 }},
+		{"gelu tanh", func(d, a *tensor.Tensor) error { return b.GeluTanh(d, a) }, func(i int) float64 { return refGelu(float64(av[i])) }},
+		{"copy", func(d, a *tensor.Tensor) error { return b.Copy(d, a) }, func(i int) float64 { return float64(av[i]) }},
+	}
+	for _, c := range cases {
+		for _, inPlace := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s in place %v", c.name, inPlace), func(t *testing.T) {
+				a := put(b, true, av, rows, n)
+				dst := a
+				if !inPlace {
+					dst = b.Alloc(rows, n)
+				}
+				if err := c.run(dst, a); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float64, rows*n)
+				for i := range want {
+					want[i] = c.ref(i)
+				}
+				near(t, c.name, dst.F32(), want, 1e-5, 1e-5)
+			})
+		}
+	}
+	if err := b.Add(b.Alloc(rows, n), b.Alloc(rows, n), b.Alloc(2, n)); err == nil {
+		t.Error("add with 2 rows of b for 3 rows of a: want an error")
+	}
+	b.Sync()
+}
+
+func TestSoftmaxArgmax(t *testing.T) {
+	b, _ := open(t)
+	r := rand.New(rand.NewPCG(29, 29))
+	const rows, n = 4, 1000
+	xv := randVals(r, rows*n, 10)
+	xv[0*n+500] = 200
+	xv[1*n+7], xv[1*n+900] = 300, 300 // tie: the first index wins
+	xv[2*n+999] = 100
+	xv[3*n+0] = 150
+	x := put(b, true, xv, rows, n)
+	sm := b.Alloc(rows, n)
+	if err := b.Softmax(sm, x); err != nil {
+		t.Fatal(err)
+	}
+	idx := tensor.New(tensor.I32, rows)
+	if err := b.Argmax(idx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "softmax", sm.F32(), refSoftmax(xv, n), 1e-6, 1e-4)
+	got, _ := idx.ToF32()
+	want := []float32{500, 7, 999, 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("argmax row %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestOneStep records a small layer (gather, norm, matmul, gelu, residual
+// add, softcap, argmax) through host and GPU tensors in one command buffer
+// and checks every intermediate after the single Sync.
+func TestOneStep(t *testing.T) {
+	b, _ := open(t)
+	r := rand.New(rand.NewPCG(31, 31))
+	const d, hidden, vocab = 128, 256, 50
+	emb := newQuant(r, vocab, d, 4, 64, tensor.BF16)
+	up := newQuant(r, hidden, d, 4, 64, tensor.BF16)
+	down := newQuant(r, d, hidden, 8, 64, tensor.BF16)
+	head := newDense(r, vocab, d, tensor.BF16)
+	ids := []int32{4, 49}
+	h := tensor.New(tensor.F32, len(ids), d) // host tensor, staged and written back
+	if err := b.Gather(h, emb.m, ids); err != nil {
+		t.Fatal(err)
+	}
+	nrm := b.Alloc(len(ids), d)
+	if err := b.RMSNorm(nrm, h, nil, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	u := b.Alloc(len(ids), hidden)
+	if err := b.MatMul(u, nrm, up.m); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.GeluTanh(u, u); err != nil {
+		t.Fatal(err)
+	}
+	o := b.Alloc(len(ids), d)
+	if err := b.MatMul(o, u, down.m); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(h, h, o); err != nil { // host tensor read and written twice in one step
+		t.Fatal(err)
+	}
+	logits := b.Alloc(len(ids), vocab)
+	if err := b.MatMul(logits, h, head.m); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Softcap(logits, logits, 30); err != nil {
+		t.Fatal(err)
+	}
+	best := tensor.New(tensor.I32, len(ids))
+	if err := b.Argmax(best, logits); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+
+	hv := make([]float32, 0, len(ids)*d)
+	for _, id := range ids {
+		for _, v := range emb.deq[id] {
+			hv = append(hv, float32(v))
+		}
+	}
+	nv := toF32(refRMSNorm(hv, d, nil, 1e-6))
+	uv := toF32(refMatMul(nv, len(ids), up))
+	for i := range uv {
+		uv[i] = float32(refGelu(float64(uv[i])))
+	}
+	ov := refMatMul(uv, len(ids), down)
+	want := make([]float64, len(hv))
+	for i := range hv {
+		want[i] = float64(hv[i]) + ov[i]
+	}
+	near(t, "residual", h.F32(), want, 1e-3, 1e-3)
+	lv := refMatMul(h.F32(), len(ids), head)
+	for i := range lv {
+		lv[i] = math.Tanh(lv[i]/30) * 30
+	}
+	near(t, "logits", logits.F32(), lv, 1e-4, 1e-4)
+	got, _ := best.ToF32()
+	for i := range ids {
+		bi := 0
+		for j := range vocab {
+			if logits.F32()[i*vocab+j] > logits.F32()[i*vocab+bi] {
+				bi = j
+			}
+		}
+		if int(got[i]) != bi {
+			t.Errorf("argmax row %d = %v, want %d", i, got[i], bi)
+		}
+	}
+}
+
+func toF32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// TestBufferReuse drops many tensors and checks recycled buffers come back
+// zeroed and distinct from live ones.
+func TestBufferReuse(t *testing.T) {
+	b, _ := open(t)
+	keep := b.Alloc(256)
+	for i := range keep.F32() {
+		keep.F32()[i] = 1
+	}
+	for round := 0; round < 3; round++ {
+		for range 50 {
+			x := b.Alloc(256)
+			for i := range x.F32() {
+				x.F32()[i] = 7
+			}
+		}
+		runtime.GC()
+		runtime.GC()
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		y := b.Alloc(256)
+		for i, v := range y.F32() {
+			if v != 0 {
+				t.Fatalf("round %d: recycled buffer not zeroed at %d: %v", round, i, v)
+			}
+		}
+	}
+	for i, v := range keep.F32() {
+		if v != 1 {
+			t.Fatalf("live buffer overwritten at %d: %v", i, v)
+		}
+	}
+}
