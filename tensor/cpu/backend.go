@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"mlxchat/tensor"
 )
@@ -14,6 +15,7 @@ type Backend struct {
 	threads int
 	pool    *pool
 	simd    bool // use the AVX2/FMA/F16C kernels
+	bufs    sync.Pool // *[]float32 scratch, so hot ops do not feed the GC
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -92,3 +94,24 @@ func checkSame(op string, dst, x *tensor.Tensor) (int, error) {
 func (b *Backend) elementwise(n int, fn func(lo, hi int)) {
 	b.pool.split(n, 1<<15, fn)
 }
+
+// getBuf returns a scratch slice of n float32s with arbitrary contents;
+// hand it back with putBuf.
+func (b *Backend) getBuf(n int) *[]float32 {
+	v, _ := b.bufs.Get().(*[]float32)
+	if v == nil || cap(*v) < n {
+		s := make([]float32, n)
+		return &s
+	}
+	*v = (*v)[:n]
+	return v
+}
+
+// getZeroBuf is getBuf with the contents cleared.
+func (b *Backend) getZeroBuf(n int) *[]float32 {
+	v := b.getBuf(n)
+	clear(*v)
+	return v
+}
+
+func (b *Backend) putBuf(v *[]float32) { b.bufs.Put(v) }

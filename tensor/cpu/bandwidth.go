@@ -26,7 +26,7 @@ func MeasureReadBandwidth(bytes int, threads int) float64 {
 		buf[i] = byte(i >> 12)
 	}
 	best := 0.0
-	for pass := 0; pass < 4; pass++ {
+	for pass := 0; pass < 6; pass++ {
 		secs := readParallel(buf, threads)
 		if gbs := float64(bytes) / secs / 1e9; gbs > best {
 			best = gbs

@@ -223,8 +223,7 @@ func convertRange(dst []float32, t *tensor.Tensor, off int, simd bool) {
 // A packed byte holds an even element's code lo and an odd one's hi; the
 // kernels multiply the whole byte (16·hi+lo) by e and hi by o-16·e, which
 // sums to lo·e + hi·o without masking out the low nibble.
-func permute16(x []float32) []float32 {
-	p := make([]float32, len(x))
+func permute16(p, x []float32) {
 	for blk := 0; blk+16 <= len(x); blk += 16 {
 		src := x[blk : blk+16 : blk+16]
 		dst := p[blk : blk+16 : blk+16]
@@ -233,7 +232,6 @@ func permute16(x []float32) []float32 {
 			dst[8+i] = src[2*i+1] - 16*src[2*i]
 		}
 	}
-	return p
 }
 
 // matmulQuantSIMD is the AVX2 path for 4- and 8-bit weights with group
@@ -244,7 +242,9 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
 	gpad := (groups + 7) &^ 7
-	xs := make([]float32, n*gpad)
+	xsBuf := b.getZeroBuf(n * gpad)
+	defer b.putBuf(xsBuf)
+	xs := *xsBuf
 	for r := 0; r < n; r++ {
 		for g := 0; g < groups; g++ {
 			var s float32
@@ -256,7 +256,10 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 	}
 	xp := x
 	if w.Bits == 4 {
-		xp = permute16(x)
+		xpBuf := b.getBuf(len(x))
+		defer b.putBuf(xpBuf)
+		xp = *xpBuf
+		permute16(xp, x)
 	}
 	wstride := in * w.Bits / 8
 	steps := gs / 16
@@ -264,7 +267,12 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 	data := w.W.Data
 	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
 		rowsMax := min(tile, hi-lo)
-		sb := make([]float32, 2*rowsMax*gpad)
+		sbBuf := b.getBuf(2 * rowsMax * gpad)
+		defer b.putBuf(sbBuf)
+		sb := *sbBuf
+		if gpad != groups {
+			clear(sb) // the kernels read the padding columns
+		}
 		s, bias := sb[:rowsMax*gpad], sb[rowsMax*gpad:]
 		for t0 := lo; t0 < hi; t0 += rowsMax {
 			rows := min(rowsMax, hi-t0)
@@ -294,7 +302,9 @@ func (b *Backend) matmulDenseSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 		rowsMax := min(tile, hi-lo)
 		var buf []float32
 		if dt != tensor.F32 {
-			buf = make([]float32, rowsMax*in)
+			p := b.getBuf(rowsMax * in)
+			defer b.putBuf(p)
+			buf = *p
 		}
 		var res [4]float32
 		for t0 := lo; t0 < hi; t0 += rowsMax {
