@@ -1,0 +1,408 @@
+//go:build darwin && arm64
+
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/ebitengine/purego/objc"
+
+	"mlxchat/metal/gpu"
+	"mlxchat/metal/kernels"
+	"mlxchat/tensor"
+)
+
+// Metal constants (MTLResourceOptions, MTLLanguageVersion, status).
+const (
+	storageModeShared  = 0
+	languageVersion2_3 = 2<<16 | 3
+	cbStatusError      = 5
+	noCopyMinBytes     = 1 << 20 // smaller weights are copied
+	pageSize           = 16384   // Apple silicon VM page
+)
+
+// mtlSize is MTLSize, passed by value.
+type mtlSize struct{ w, h, d uint64 }
+
+// msg holds objc_msgSend typed once per signature (faster than objc.ID.Send
+// on the per-op path) and the selectors, registered once.
+type msg struct {
+	id        func(id objc.ID, sel objc.SEL) objc.ID
+	u64       func(id objc.ID, sel objc.SEL) uint64
+	void      func(id objc.ID, sel objc.SEL)
+	str       func(id objc.ID, sel objc.SEL) string
+	ptr       func(id objc.ID, sel objc.SEL) *byte
+	obj       func(id objc.ID, sel objc.SEL, a objc.ID) objc.ID
+	cstr      func(id objc.ID, sel objc.SEL, s string) objc.ID
+	objErr    func(id objc.ID, sel objc.SEL, a objc.ID, err *objc.ID) objc.ID
+	objObjErr func(id objc.ID, sel objc.SEL, a, b objc.ID, err *objc.ID) objc.ID
+	lenOpt    func(id objc.ID, sel objc.SEL, n, opt uint64) objc.ID
+	bytesOpt  func(id objc.ID, sel objc.SEL, p unsafe.Pointer, n, opt uint64) objc.ID
+	noCopy    func(id objc.ID, sel objc.SEL, p uintptr, n, opt uint64, dealloc uintptr) objc.ID
+	setBool   func(id objc.ID, sel objc.SEL, v bool)
+	setU64    func(id objc.ID, sel objc.SEL, v uint64)
+	setBuffer func(id objc.ID, sel objc.SEL, buf objc.ID, off, idx uint64)
+	setBytes  func(id objc.ID, sel objc.SEL, p unsafe.Pointer, n, idx uint64)
+	dispatch  func(id objc.ID, sel objc.SEL, groups, threads mtlSize)
+
+	poolPush func() uintptr
+	poolPop  func(uintptr)
+
+	sel struct {
+		alloc, init, release, retain, new                                  objc.SEL
+		stringWithUTF8String, localizedDescription, utf8String             objc.SEL
+		newCommandQueue, newLibraryWithSource, newFunctionWithName         objc.SEL
+		newComputePipelineState, maxTotalThreads, maxBufferLength, name    objc.SEL
+		setFastMathEnabled, setLanguageVersion                             objc.SEL
+		newBufferWithLength, newBufferWithBytes, newBufferNoCopy, contents objc.SEL
+		commandBuffer, computeCommandEncoder, setComputePipelineState      objc.SEL
+		setBuffer, setBytes, dispatchThreadgroups, endEncoding, commit     objc.SEL
+		waitUntilCompleted, status, errorSel                               objc.SEL
+	}
+}
+
+func loadMsg() (*msg, error) {
+	lib, err := purego.Dlopen("/usr/lib/libobjc.A.dylib", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("metal: loading libobjc: %w", err)
+	}
+	send, err := purego.Dlsym(lib, "objc_msgSend")
+	if err != nil {
+		return nil, fmt.Errorf("metal: objc_msgSend: %w", err)
+	}
+	m := &msg{}
+	for _, f := range []any{&m.id, &m.u64, &m.void, &m.str, &m.ptr, &m.obj, &m.cstr, &m.objErr, &m.objObjErr,
+		&m.lenOpt, &m.bytesOpt, &m.noCopy, &m.setBool, &m.setU64, &m.setBuffer, &m.setBytes, &m.dispatch} {
+		purego.RegisterFunc(f, send)
+	}
+	for _, f := range []struct {
+		ptr  any
+		name string
+	}{{&m.poolPush, "objc_autoreleasePoolPush"}, {&m.poolPop, "objc_autoreleasePoolPop"}} {
+		sym, err := purego.Dlsym(lib, f.name)
+		if err != nil {
+			return nil, fmt.Errorf("metal: %s: %w", f.name, err)
+		}
+		purego.RegisterFunc(f.ptr, sym)
+	}
+	s := &m.sel
+	for _, r := range []struct {
+		p    *objc.SEL
+		name string
+	}{
+		{&s.alloc, "alloc"}, {&s.init, "init"}, {&s.release, "release"}, {&s.retain, "retain"}, {&s.new, "new"},
+		{&s.stringWithUTF8String, "stringWithUTF8String:"}, {&s.localizedDescription, "localizedDescription"},
+		{&s.utf8String, "UTF8String"}, {&s.newCommandQueue, "newCommandQueue"},
+		{&s.newLibraryWithSource, "newLibraryWithSource:options:error:"}, {&s.newFunctionWithName, "newFunctionWithName:"},
+		{&s.newComputePipelineState, "newComputePipelineStateWithFunction:error:"},
+		{&s.maxTotalThreads, "maxTotalThreadsPerThreadgroup"}, {&s.maxBufferLength, "maxBufferLength"}, {&s.name, "name"},
+		{&s.setFastMathEnabled, "setFastMathEnabled:"}, {&s.setLanguageVersion, "setLanguageVersion:"},
+		{&s.newBufferWithLength, "newBufferWithLength:options:"}, {&s.newBufferWithBytes, "newBufferWithBytes:length:options:"},
+		{&s.newBufferNoCopy, "newBufferWithBytesNoCopy:length:options:deallocator:"}, {&s.contents, "contents"},
+		{&s.commandBuffer, "commandBuffer"}, {&s.computeCommandEncoder, "computeCommandEncoder"},
+		{&s.setComputePipelineState, "setComputePipelineState:"}, {&s.setBuffer, "setBuffer:offset:atIndex:"},
+		{&s.setBytes, "setBytes:length:atIndex:"}, {&s.dispatchThreadgroups, "dispatchThreadgroups:threadsPerThreadgroup:"},
+		{&s.endEncoding, "endEncoding"}, {&s.commit, "commit"}, {&s.waitUntilCompleted, "waitUntilCompleted"},
+		{&s.status, "status"}, {&s.errorSel, "error"},
+	} {
+		*r.p = objc.RegisterName(r.name)
+	}
+	return m, nil
+}
+
+// mtlBuf is a Metal buffer and the offset of the caller's first byte in it
+// (non-zero for no-copy buffers that start at a page boundary).
+type mtlBuf struct {
+	id  objc.ID
+	off int64
+}
+
+// driver implements gpu.Driver on Metal. Every Objective-C call runs on one
+// locked OS thread, inside an autorelease pool per call; the command buffer
+// and encoder of the current step are retained across calls.
+type driver struct {
+	m      *msg
+	calls  chan func()
+	done   chan struct{}
+	dev    objc.ID
+	queue  objc.ID
+	pipes  [kernels.Count]objc.ID
+	cb     objc.ID
+	enc    objc.ID
+	lastPS objc.ID
+	name   string
+	maxLen int64
+}
+
+// newDriver creates the system default Metal device and a command queue.
+func newDriver() (*driver, error) {
+	m, err := loadMsg()
+	if err != nil {
+		return nil, err
+	}
+	mtl, err := purego.Dlopen("/System/Library/Frameworks/Metal.framework/Metal", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("metal: loading Metal.framework: %w", err)
+	}
+	// A command-line process gets no default device unless CoreGraphics is
+	// loaded; failing to load it only matters if the device is nil below.
+	_, _ = purego.Dlopen("/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	var create func() objc.ID
+	sym, err := purego.Dlsym(mtl, "MTLCreateSystemDefaultDevice")
+	if err != nil {
+		return nil, fmt.Errorf("metal: MTLCreateSystemDefaultDevice: %w", err)
+	}
+	purego.RegisterFunc(&create, sym)
+
+	d := &driver{m: m, calls: make(chan func()), done: make(chan struct{})}
+	go d.loop()
+	d.do(func() {
+		d.dev = create()
+		if d.dev == 0 {
+			err = errors.New("metal: no Metal device (MTLCreateSystemDefaultDevice returned nil)")
+			return
+		}
+		d.name = m.str(m.id(d.dev, m.sel.name), m.sel.utf8String)
+		d.maxLen = int64(m.u64(d.dev, m.sel.maxBufferLength))
+		d.queue = m.id(d.dev, m.sel.newCommandQueue)
+		if d.queue == 0 {
+			err = errors.New("metal: newCommandQueue returned nil")
+		}
+	})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// loop owns the OS thread all Metal calls run on.
+func (d *driver) loop() {
+	runtime.LockOSThread()
+	for f := range d.calls {
+		pool := d.m.poolPush()
+		f()
+		d.m.poolPop(pool)
+		d.done <- struct{}{}
+	}
+}
+
+// do runs f on the Metal thread and waits for it.
+func (d *driver) do(f func()) {
+	d.calls <- f
+	<-d.done
+}
+
+func (d *driver) nsError(e objc.ID) string {
+	if e == 0 {
+		return "unknown error"
+	}
+	m := d.m
+	return m.str(m.id(e, m.sel.localizedDescription), m.sel.utf8String)
+}
+
+func (d *driver) Name() string { return "metal" }
+
+func (d *driver) Limits() gpu.Limits {
+	return gpu.Limits{OffsetAlign: 256, MaxRange: d.maxLen}
+}
+
+func (d *driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
+	var b objc.ID
+	var mem []byte
+	d.do(func() {
+		b = d.m.lenOpt(d.dev, d.m.sel.newBufferWithLength, uint64(size), storageModeShared)
+		if b != 0 {
+			mem = unsafe.Slice(d.m.ptr(b, d.m.sel.contents), size)
+		}
+	})
+	if b == 0 {
+		return nil, nil, fmt.Errorf("metal: newBufferWithLength(%d) failed", size)
+	}
+	clear(mem)
+	return &mtlBuf{id: b}, mem, nil
+}
+
+// NewWeights wraps large 16-byte-aligned weights (mmap'd checkpoints) in a
+// no-copy buffer over their enclosing pages; smaller or unaligned ones are
+// copied into a shared buffer.
+func (d *driver) NewWeights(data []byte) (gpu.Buf, error) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	var b objc.ID
+	var off int64
+	d.do(func() {
+		if len(data) >= noCopyMinBytes && p%16 == 0 {
+			start := p &^ (pageSize - 1)
+			end := (p + uintptr(len(data)) + pageSize - 1) &^ (pageSize - 1)
+			// The enclosing pages belong to the same mapping as data.
+			b = d.m.noCopy(d.dev, d.m.sel.newBufferNoCopy, start, uint64(end-start), storageModeShared, 0)
+			off = int64(p - start)
+		}
+		if b == 0 {
+			b = d.m.bytesOpt(d.dev, d.m.sel.newBufferWithBytes, unsafe.Pointer(unsafe.SliceData(data)), uint64(len(data)), storageModeShared)
+			off = 0
+		}
+	})
+	runtime.KeepAlive(data)
+	if b == 0 {
+		return nil, fmt.Errorf("metal: no buffer for %d bytes of weights", len(data))
+	}
+	return &mtlBuf{id: b, off: off}, nil
+}
+
+func (d *driver) Release(b gpu.Buf) {
+	if mb, ok := b.(*mtlBuf); ok && mb.id != 0 {
+		d.do(func() { d.m.void(mb.id, d.m.sel.release) })
+		mb.id = 0
+	}
+}
+
+// pipeline compiles kernel k's MSL (fast math off) on first use.
+func (d *driver) pipeline(k kernels.ID) (objc.ID, error) {
+	if d.pipes[k] != 0 {
+		return d.pipes[k], nil
+	}
+	src, err := kernels.MSL(k)
+	if err != nil {
+		return 0, err
+	}
+	m := d.m
+	nsString := objc.ID(objc.GetClass("NSString"))
+	optClass := objc.ID(objc.GetClass("MTLCompileOptions"))
+	if nsString == 0 || optClass == 0 {
+		return 0, errors.New("metal: NSString or MTLCompileOptions class missing")
+	}
+	opts := m.id(optClass, m.sel.new)
+	defer m.void(opts, m.sel.release)
+	m.setBool(opts, m.sel.setFastMathEnabled, false)
+	m.setU64(opts, m.sel.setLanguageVersion, languageVersion2_3)
+	var nserr objc.ID
+	lib := m.objObjErr(d.dev, m.sel.newLibraryWithSource, m.cstr(nsString, m.sel.stringWithUTF8String, src), opts, &nserr)
+	if lib == 0 {
+		return 0, fmt.Errorf("metal: compiling kernel %s: %s", k, d.nsError(nserr))
+	}
+	defer m.void(lib, m.sel.release)
+	fn := m.obj(lib, m.sel.newFunctionWithName, m.cstr(nsString, m.sel.stringWithUTF8String, k.String()))
+	if fn == 0 {
+		return 0, fmt.Errorf("metal: kernel function %s not found in its library", k)
+	}
+	defer m.void(fn, m.sel.release)
+	nserr = 0
+	ps := m.objErr(d.dev, m.sel.newComputePipelineState, fn, &nserr)
+	if ps == 0 {
+		return 0, fmt.Errorf("metal: pipeline for %s: %s", k, d.nsError(nserr))
+	}
+	if max := m.u64(ps, m.sel.maxTotalThreads); max < uint64(k.Info().Local) {
+		m.void(ps, m.sel.release)
+		return 0, fmt.Errorf("metal: kernel %s needs %d threads per threadgroup, device allows %d", k, k.Info().Local, max)
+	}
+	d.pipes[k] = ps
+	return ps, nil
+}
+
+func (d *driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
+	var err error
+	d.do(func() {
+		var ps objc.ID
+		if ps, err = d.pipeline(k); err != nil {
+			return
+		}
+		m := d.m
+		if d.cb == 0 {
+			d.cb = m.id(m.id(d.queue, m.sel.commandBuffer), m.sel.retain)
+			d.enc = m.id(m.id(d.cb, m.sel.computeCommandEncoder), m.sel.retain)
+			d.lastPS = 0
+			if d.cb == 0 || d.enc == 0 {
+				err = errors.New("metal: cannot create a command buffer")
+				return
+			}
+		}
+		if ps != d.lastPS {
+			m.obj(d.enc, m.sel.setComputePipelineState, ps)
+			d.lastPS = ps
+		}
+		m.setBytes(d.enc, m.sel.setBytes, unsafe.Pointer(&params[0]), uint64(len(params)), 0)
+		for i := 1; i < 8; i++ {
+			if binds[i].Buf == nil {
+				continue
+			}
+			mb, ok := binds[i].Buf.(*mtlBuf)
+			if !ok {
+				err = fmt.Errorf("metal: binding %d of %s is not a Metal buffer", i, k)
+				return
+			}
+			m.setBuffer(d.enc, m.sel.setBuffer, mb.id, uint64(mb.off+binds[i].Offset), uint64(i))
+		}
+		m.dispatch(d.enc, m.sel.dispatchThreadgroups,
+			mtlSize{uint64(groups[0]), uint64(groups[1]), uint64(groups[2])},
+			mtlSize{uint64(k.Info().Local), 1, 1})
+	})
+	runtime.KeepAlive(params)
+	return err
+}
+
+// Flush ends the step's encoder, commits its command buffer, waits, and
+// reports the command buffer's error if it failed.
+func (d *driver) Flush() error {
+	var err error
+	d.do(func() {
+		if d.cb == 0 {
+			return
+		}
+		m := d.m
+		m.void(d.enc, m.sel.endEncoding)
+		m.void(d.cb, m.sel.commit)
+		m.void(d.cb, m.sel.waitUntilCompleted)
+		if m.u64(d.cb, m.sel.status) == cbStatusError {
+			err = fmt.Errorf("metal: command buffer failed: %s", d.nsError(m.id(d.cb, m.sel.errorSel)))
+		}
+		m.void(d.enc, m.sel.release)
+		m.void(d.cb, m.sel.release)
+		d.cb, d.enc, d.lastPS = 0, 0, 0
+	})
+	return err
+}
+
+func (d *driver) Close() error {
+	if d.calls == nil {
+		return nil
+	}
+	d.do(func() {
+		m := d.m
+		for k, ps := range d.pipes {
+			if ps != 0 {
+				m.void(ps, m.sel.release)
+				d.pipes[k] = 0
+			}
+		}
+		if d.queue != 0 {
+			m.void(d.queue, m.sel.release)
+		}
+		if d.dev != 0 {
+			m.void(d.dev, m.sel.release)
+		}
+	})
+	close(d.calls)
+	d.calls = nil
+	return nil
+}
+
+func openMetal() (*gpu.Backend, error) {
+	d, err := newDriver()
+	if err != nil {
+		return nil, err
+	}
+	return gpu.New(d), nil
+}
+
+func openMetalBackend() (tensor.Backend, error) {
+	b, err := openMetal()
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,69 @@
+package metal
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestOpenErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		want string // substring of the error; "" = may succeed
+	}{
+		{"cpu", "--backend cpu: not a GPU backend"},
+		{"cuda", "--backend cuda: unknown backend"},
+	}
+	if runtime.GOOS != "darwin" || runtime.GOARCH != "arm64" {
+		cases = append(cases, struct{ name, want string }{"metal", "--backend metal: not available on " + runtime.GOOS + "/" + runtime.GOARCH})
+	}
+	for _, c := range cases {
+		b, err := Open(c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%q) = %v, %v; want error containing %q", c.name, b, err, c.want)
+		}
+	}
+}
+
+func TestOpenVulkan(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("vulkan host is linux-only")
+	}
+	b, err := Open("vulkan")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Open(vulkan) under CI=true: %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	if b.Name() != "vulkan" || b.Synchronous() {
+		t.Errorf("backend %q synchronous=%v, want async vulkan", b.Name(), b.Synchronous())
+	}
+	x := b.Alloc(2, 3)
+	copy(x.F32(), []float32{1, 2, 3, 4, 5, 6})
+	if err := b.Scale(x, x, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.F32()[5]; got != 12 {
+		t.Errorf("scaled value %v, want 12", got)
+	}
+	if c, ok := b.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestDefault(t *testing.T) {
+	want := "cpu"
+	if runtime.GOOS == "darwin" && runtime.GOARCH == "arm64" {
+		want = "metal"
+	}
+	if got := Default(); got != want {
+		t.Errorf("Default() = %q, want %q", got, want)
+	}
+}
