@@ -14,7 +14,7 @@ import (
 type Backend struct {
 	threads int
 	pool    *pool
-	simd    bool // use the AVX2/FMA/F16C kernels
+	simd    bool      // use the AVX2/FMA/F16C kernels
 	bufs    sync.Pool // *[]float32 scratch, so hot ops do not feed the GC
 }
 
