@@ -55,10 +55,7 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 				return err
 			}
 			part := ids[at:min(len(ids), at+chunk)]
-			if _, err := m.begin(len(part)); err != nil {
-				return fmt.Errorf("bench prefill at token %d: %w", at, err)
-			}
-			if logits, err = m.forward(part); err != nil {
+			if logits, _, err = m.forward(part); err != nil {
 				return fmt.Errorf("bench prefill at token %d: %w", at, err)
 			}
 		}
@@ -71,10 +68,7 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 				return err
 			}
 			tok := int32(argmaxF32(logits))
-			if _, err := m.begin(1); err != nil {
-				return fmt.Errorf("bench decode step %d: %w", i+1, err)
-			}
-			if logits, err = m.forward([]int32{tok}); err != nil {
+			if logits, _, err = m.forward([]int32{tok}); err != nil {
 				return fmt.Errorf("bench decode step %d: %w", i+1, err)
 			}
 			r.DecodeTokens++

@@ -1,21 +1,139 @@
 package engine
 
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"mlxchat/kvcache"
+	"mlxchat/models"
+	"mlxchat/models/checkpoint"
+	"mlxchat/models/tokenizer"
+	"mlxchat/tensor"
+)
+
 // Bundle is a loaded model with its tokenizer, chat template and stop
-// tokens, ready for FromBundle or returned by a Loader.
-//
-// Interim: it wraps the engine's internal model interface until the models
-// package (models.Model, models.Load) lands; LoadBundle then builds it from
-// a model directory.
+// tokens: what an Engine runs. LoadBundle builds one from a model
+// directory; tests may replace Model with a wrapper.
 type Bundle struct {
-	lm    lm
-	Tok   Tokenizer
-	Tmpl  Template
-	Stops []int32
-	Info  ModelInfo
+	Model     models.Model
+	Tokenizer Tokenizer
+	Template  Template
+	// StopTokens end an answer: the model's end-of-sequence ids and the
+	// template's end-of-turn token.
+	StopTokens []int32
+	Info       ModelInfo
+}
+
+// Close releases the model's mapped checkpoint when it holds one.
+func (b *Bundle) Close() error {
+	if c, ok := b.Model.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// LoadBundle loads the model in dir on backend with its tokenizer
+// (tokenizer.json, tokenizer_config.json) and chat template. name is what
+// the user asked for (shown in ModelInfo).
+func LoadBundle(dir string, backend tensor.Backend, name string) (*Bundle, error) {
+	m, err := models.Load(dir, backend)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundleFor(m, dir, name, backend.Name())
+	if err != nil {
+		if c, ok := m.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
+	tokPath := filepath.Join(dir, checkpoint.TokenizerFile)
+	cfgPath := filepath.Join(dir, checkpoint.TokenizerConfigFile)
+	tk, err := tokenizer.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading tokenizer %s: %w", tokPath, err)
+	}
+	tmpl, stopStrings, err := loadTemplate(dir, tk)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chat template (%s): %w", cfgPath, err)
+	}
+	info := m.Config()
+	var stops []int32
+	stops = append(stops, info.StopIDs...)
+	if id, ok := tk.EOS(); ok {
+		stops = append(stops, id)
+	}
+	for _, s := range stopStrings {
+		if id, ok := tk.TokenID(s); ok {
+			stops = append(stops, id)
+		}
+	}
+	if len(stops) == 0 {
+		return nil, errors.New("the model has no end-of-sequence token (generation_config.json eos_token_id)")
+	}
+	return &Bundle{
+		Model:      m,
+		Tokenizer:  tokAdapter{tk},
+		Template:   tmpl,
+		StopTokens: stops,
+		Info: ModelInfo{
+			Name:          name,
+			Dir:           dir,
+			ModelType:     info.ModelType,
+			Backend:       backendName,
+			VocabSize:     info.VocabSize,
+			Layers:        info.NumLayers,
+			ContextLength: info.ContextLength,
+			SlidingWindow: info.SlidingWindow,
+			WeightBytes:   m.WeightBytes(),
+		},
+	}, nil
+}
+
+// tokAdapter gives a *tokenizer.Tokenizer the engine's Tokenizer shape:
+// prompts are encoded without added specials (the template writes BOS).
+type tokAdapter struct{ t *tokenizer.Tokenizer }
+
+func (a tokAdapter) Encode(text string) ([]int32, error) { return a.t.Encode(text, false), nil }
+
+func (a tokAdapter) NewStream() StreamDecoder { return tokenizer.NewStreamDecoder(a.t) }
+
+// New returns an engine for a loaded model with its tokenizer and chat
+// template; stop tokens come from the model (and opts.StopTokens).
+func New(model models.Model, tok Tokenizer, tmpl Template, opts Options) (*Engine, error) {
+	info := model.Config()
+	return FromBundle(&Bundle{
+		Model:      model,
+		Tokenizer:  tok,
+		Template:   tmpl,
+		StopTokens: info.StopIDs,
+		Info: ModelInfo{
+			Name: opts.Info.Name, Dir: opts.Info.Dir, Backend: opts.Info.Backend,
+			ModelType: info.ModelType, VocabSize: info.VocabSize, Layers: info.NumLayers,
+			ContextLength: info.ContextLength, SlidingWindow: info.SlidingWindow,
+			WeightBytes: model.WeightBytes(),
+		},
+	}, opts)
+}
+
+// newLM makes a model+cache adapter with a fresh cache.
+func (b *Bundle) newLM() (lm, error) {
+	if b.Model == nil {
+		return nil, errors.New("bundle has no model")
+	}
+	return newModelLM(b.Model, kvcache.DefaultOptions())
 }
 
 func newWorker(b *Bundle, opts Options) (*worker, error) {
-	return newWorkerLM(b.lm, b.Tok, b.Tmpl, b.Stops, b.Info, opts)
+	m, err := b.newLM()
+	if err != nil {
+		return nil, err
+	}
+	return newWorkerLM(m, b.Tokenizer, b.Template, b.StopTokens, b.Info, opts)
 }
-
-func (b *Bundle) newLM() (lm, error) { return b.lm, nil }

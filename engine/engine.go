@@ -39,8 +39,9 @@ type Options struct {
 	// StopTokens end an answer (Done reason stop) in addition to the
 	// model's own end-of-sequence ids.
 	StopTokens []int32
-	// EventBuffer is the Events channel capacity (0 = 256). Delivery never
-	// depends on it; see the delivery policy.
+	// EventBuffer is the Events channel capacity (0 = 16). Delivery never
+	// depends on it (see the delivery policy); a small buffer lets a slow
+	// reader get coalesced CacheState events instead of a backlog.
 	EventBuffer int
 }
 
@@ -85,7 +86,7 @@ type job struct {
 func newEngine(w *worker, loader Loader, opts Options) *Engine {
 	buf := opts.EventBuffer
 	if buf <= 0 {
-		buf = 256
+		buf = 16
 	}
 	return &Engine{
 		opts:   opts,

@@ -41,8 +41,8 @@ func (e *Engine) generate(j *job, r Generate) {
 		if touched || errors.As(err, &pe) {
 			ev.CacheReset = g.w.resetAfterFault()
 		}
-		e.emit(j.id, ev)
 		e.emit(j.id, g.w.cacheState())
+		e.emit(j.id, ev)
 		return
 	}
 	g.finishStats()
@@ -159,16 +159,14 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 			return nil, true, nil
 		}
 		part := todo[i*chunk : min(len(todo), (i+1)*chunk)]
-		tr, err := w.lm.begin(len(part))
+		var tr trimInfo
+		var err error
+		logits, tr, err = w.lm.forward(part)
 		if err != nil {
 			return nil, false, fmt.Errorf("prefill chunk %d/%d: %w", i+1, chunks, err)
 		}
 		if tr.Dropped > 0 {
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "prefill"})
-		}
-		logits, err = w.lm.forward(part)
-		if err != nil {
-			return nil, false, fmt.Errorf("prefill chunk %d/%d: %w", i+1, chunks, err)
 		}
 		w.cached = append(w.cached, part...)
 		done := min(len(todo), (i+1)*chunk)
@@ -234,16 +232,14 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		if g.j.ctx.Err() != nil {
 			return finish(DoneCancelled), nil
 		}
-		tr, err := w.lm.begin(1)
+		var tr trimInfo
+		var err error
+		logits, tr, err = w.lm.forward([]int32{tok})
 		if err != nil {
 			return nil, fmt.Errorf("decode step %d: %w", steps+1, err)
 		}
 		if tr.Dropped > 0 {
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "decode"})
-		}
-		logits, err = w.lm.forward([]int32{tok})
-		if err != nil {
-			return nil, fmt.Errorf("decode step %d: %w", steps+1, err)
 		}
 		steps++
 		w.cached = append(w.cached, tok)

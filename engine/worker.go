@@ -24,11 +24,11 @@ type lm interface {
 	// maxChunk is the longest chunk begin accepts under MaxKV next to the
 	// sink (math.MaxInt when unlimited).
 	maxChunk() int
-	// begin starts a chunk of n tokens, trimming so it fits under MaxKV.
-	begin(n int) (trimInfo, error)
-	// forward runs the begun chunk and returns the logits of its last
-	// token (vocabSize values, owned by the caller).
-	forward(ids []int32) ([]float32, error)
+	// forward runs one chunk (at most maxChunk tokens): the cache first
+	// trims so it fits under MaxKV (reported as the trimInfo), then the
+	// model appends it. It returns the logits of the chunk's last token
+	// (vocabSize values, owned by the caller).
+	forward(ids []int32) ([]float32, trimInfo, error)
 	// state is the live-window meter and the cache's bytes.
 	state() (CacheState, int64)
 }

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"fmt"
+
+	"mlxchat/kvcache"
+	"mlxchat/models"
+	"mlxchat/tensor"
+)
+
+// modelLM adapts a models.Model and its kvcache.Cache to the worker's lm
+// interface.
+type modelLM struct {
+	model models.Model
+	cache *kvcache.Cache
+	vocab int
+}
+
+func newModelLM(m models.Model, opts kvcache.Options) (*modelLM, error) {
+	info := m.Config()
+	if info.VocabSize <= 0 {
+		return nil, fmt.Errorf("model reports vocabulary size %d", info.VocabSize)
+	}
+	c, err := m.NewCache(opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the KV cache: %w", err)
+	}
+	return &modelLM{model: m, cache: c, vocab: info.VocabSize}, nil
+}
+
+func (a *modelLM) vocabSize() int { return a.vocab }
+
+func (a *modelLM) configure(maxKV, sink int) (bool, error) {
+	if err := a.cache.SetMaxKV(maxKV); err != nil {
+		return false, err
+	}
+	if err := a.cache.SetSink(sink); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+func (a *modelLM) reset() error {
+	a.cache.Reset()
+	return nil
+}
+
+func (a *modelLM) maxChunk() int { return a.cache.MaxChunk() }
+
+// forward runs one chunk. models.Model.Forward opens the chunk itself
+// (cache Begin trims to MaxKV, then every layer appends, then Commit; Abort
+// on error), so the trim is read from the cache's counters around the call.
+func (a *modelLM) forward(ids []int32) ([]float32, trimInfo, error) {
+	before := a.cache.Stats()
+	logits, err := a.model.Forward(a.cache, ids, true)
+	if err != nil {
+		return nil, trimInfo{}, err
+	}
+	after := a.cache.Stats()
+	var tr trimInfo
+	if d := after.Trimmed - before.Trimmed; d > 0 {
+		tr = trimInfo{Dropped: d, LiveBefore: before.Live, LiveAfter: before.Live - d, Kind: kvcache.TrimKindGlobal}
+	}
+	if logits == nil || logits.DType != tensor.F32 || logits.Len() < a.vocab || logits.Len()%a.vocab != 0 {
+		return nil, tr, fmt.Errorf("model returned logits %v, want F32 [1, %d]", logits, a.vocab)
+	}
+	row := logits.F32()
+	return append([]float32(nil), row[len(row)-a.vocab:]...), tr, nil
+}
+
+func (a *modelLM) state() (CacheState, int64) {
+	st := a.cache.Stats()
+	return CacheState{Live: st.Live, Max: st.MaxKV, Seen: st.Offset, Trimmed: st.Trimmed, Window: st.Window}, st.Bytes
+}
