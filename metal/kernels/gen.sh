@@ -22,6 +22,8 @@ variants=(
   "eltwise eltwise.comp"
   "softmax softmax.comp"
   "argmax argmax.comp"
+  "rowstat rowstat.comp"
+  "streams streams.comp"
 )
 for v in "${variants[@]}"; do
   read -r name src defs <<<"$v"

@@ -28,6 +28,8 @@ const (
 	Eltwise           // add, mul, scale, softcap, gelu-tanh, copy
 	Softmax           // row softmax
 	Argmax            // row argmax
+	RowStat           // Gemma 3n Gaussian top-k and RMS matching
+	Streams           // Gemma 3n stream mixing, scaled adds, axis swap
 	Count             // number of kernels
 )
 
@@ -64,6 +66,8 @@ var table = [Count]Kernel{
 	Eltwise: {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},
 	Softmax: {Name: "softmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
 	Argmax:  {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+	RowStat: {Name: "rowstat", Local: 128, Bindings: []int{1, 2, 3}, Params: 4},
+	Streams: {Name: "streams", Local: 256, Bindings: []int{1, 2, 3, 4}, Params: 6},
 }
 
 // Info returns the launch description of kernel id.
