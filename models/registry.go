@@ -40,19 +40,22 @@ func Load(dir string, backend tensor.Backend) (Model, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("loading %s: no backend", dir)
 	}
-	ck, err := checkpoint.Open(dir)
+	cfg, err := checkpoint.LoadConfig(filepath.Join(dir, checkpoint.ConfigFile))
 	if err != nil {
 		return nil, err
 	}
-	mt, err := ck.Config.ModelType()
+	mt, err := cfg.ModelType()
 	if err != nil {
-		ck.Close()
 		return nil, err
 	}
 	for _, a := range architectures() {
 		for _, t := range a.types {
 			if t != mt {
 				continue
+			}
+			ck, err := checkpoint.Open(dir)
+			if err != nil {
+				return nil, err
 			}
 			m, err := a.build(ck, backend)
 			if err != nil {
@@ -62,6 +65,5 @@ func Load(dir string, backend tensor.Backend) (Model, error) {
 			return m, nil
 		}
 	}
-	ck.Close()
-	return nil, checkpoint.UnknownModelType(ck.Config, KnownModelTypes())
+	return nil, checkpoint.UnknownModelType(cfg, KnownModelTypes())
 }

@@ -1,0 +1,110 @@
+package gemma3n
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"mlxchat/kvcache"
+	"mlxchat/tensor/cpu"
+)
+
+// The E2B benchmarks run on a full-size checkpoint named by MLXCHAT_E2B_DIR,
+// e.g. the synthetic one from
+//
+//	go run ./models/cmd/mkmodel -kind e2b -out /tmp/e2b
+//	MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run '^$' -bench E2B -benchtime 20x
+//
+// and report tokens per second, peak RSS and, for decode, the roofline
+// fraction: WeightBytes per token × tokens/s over the measured read
+// bandwidth (cpu.MeasureReadBandwidth).
+
+func e2bModel(b *testing.B) (*Model, *cpu.Backend) {
+	dir := os.Getenv("MLXCHAT_E2B_DIR")
+	if dir == "" {
+		b.Skip("MLXCHAT_E2B_DIR is not set")
+	}
+	be := cpu.New(runtime.NumCPU())
+	b.Cleanup(be.Close)
+	m, err := Load(dir, be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m, be
+}
+
+// peakRSS reads VmHWM from /proc/self/status in bytes (0 if unavailable).
+func peakRSS() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func BenchmarkE2BDecode(b *testing.B) {
+	m, be := e2bModel(b)
+	bw := cpu.MeasureReadBandwidth(512<<20, be.Threads()) * 1e9
+	c, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := randomIDs(1, 32, m.Config().VocabSize)
+	if _, err := m.Forward(c, ids, true); err != nil {
+		b.Fatal(err)
+	}
+	next := int32(1000)
+	for i := 0; i < 2; i++ { // warm up: fault in the weights
+		if _, err := m.Forward(c, []int32{next}, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		lg, err := m.Forward(c, []int32{next}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next = argmax(lg.F32())
+	}
+	secs := time.Since(start).Seconds()
+	b.StopTimer()
+	tps := float64(b.N) / secs
+	b.ReportMetric(tps, "tok/s")
+	b.ReportMetric(float64(m.WeightBytes())/1e6, "MB/token")
+	b.ReportMetric(bw/1e9, "GB/s-read")
+	b.ReportMetric(float64(m.WeightBytes())*tps/bw, "roofline")
+	b.ReportMetric(peakRSS()/1e6, "peakRSS-MB")
+}
+
+func BenchmarkE2BPrefill(b *testing.B) {
+	m, _ := e2bModel(b)
+	const chunk = 128
+	ids := randomIDs(2, chunk, m.Config().VocabSize)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		c, err := m.NewCache(kvcache.DefaultOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Forward(c, ids, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	secs := time.Since(start).Seconds()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*chunk)/secs, "tok/s")
+	b.ReportMetric(peakRSS()/1e6, "peakRSS-MB")
+}
