@@ -1,0 +1,299 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string // "system", "user", "assistant" (or "tool")
+	Content string
+}
+
+// Options configure a Template.
+type Options struct {
+	// SpecialTokens are passed to the template as variables, as
+	// transformers passes the tokenizer's special tokens: typically
+	// "bos_token" and "eos_token" (also "pad_token", "unk_token").
+	SpecialTokens map[string]string
+	// Now is the clock strftime_now reads; nil means time.Now.
+	Now func() time.Time
+}
+
+// Template is a compiled chat template. It is safe for concurrent use.
+type Template struct {
+	source    string
+	tmpl      *jinja.Template
+	special   map[string]string
+	now       func() time.Time
+	endOfTurn string
+}
+
+// New compiles a chat template source.
+func New(source string, opts Options) (*Template, error) {
+	tmpl, err := jinja.Compile(source)
+	if err != nil {
+		return nil, fmt.Errorf("compiling chat template: %w", err)
+	}
+	t := &Template{source: source, tmpl: tmpl, special: map[string]string{}, now: opts.Now, endOfTurn: detectEndOfTurn(source)}
+	for k, v := range opts.SpecialTokens {
+		t.special[k] = v
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t, nil
+}
+
+// Load reads the chat template of a model directory, in the order
+// transformers uses: chat_template.jinja, then chat_template.json, then the
+// "chat_template" of tokenizer_config.json (a string, or a list of named
+// templates of which "default" is used). The special-token strings come
+// from tokenizer_config.json when it exists.
+func Load(dir string) (*Template, error) {
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("loading chat template: %w", err)
+	}
+	var special map[string]string
+	if cfg != nil {
+		if special, err = specialTokens(cfg); err != nil {
+			return nil, fmt.Errorf("loading chat template from %s: %w", cfgPath, err)
+		}
+	}
+	source, from, err := findTemplate(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t, err := New(source, Options{SpecialTokens: special})
+	if err != nil {
+		return nil, fmt.Errorf("loading chat template from %s: %w", from, err)
+	}
+	return t, nil
+}
+
+// findTemplate returns the template source and the file it came from.
+func findTemplate(dir string, cfg []byte) (source, from string, err error) {
+	p := filepath.Join(dir, "chat_template.jinja")
+	if data, err := os.ReadFile(p); err == nil {
+		return string(data), p, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("loading chat template: %w", err)
+	}
+	p = filepath.Join(dir, "chat_template.json")
+	if data, err := os.ReadFile(p); err == nil {
+		var doc struct {
+			ChatTemplate json.RawMessage `json:"chat_template"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return "", "", fmt.Errorf("loading chat template from %s: %w", p, err)
+		}
+		s, err := templateField(doc.ChatTemplate)
+		if err != nil {
+			return "", "", fmt.Errorf("loading chat template from %s: %w", p, err)
+		}
+		return s, p, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("loading chat template: %w", err)
+	}
+	p = filepath.Join(dir, "tokenizer_config.json")
+	if cfg == nil {
+		return "", "", fmt.Errorf("no chat template in %s: expected chat_template.jinja, chat_template.json or tokenizer_config.json", dir)
+	}
+	var doc struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if err := json.Unmarshal(cfg, &doc); err != nil {
+		return "", "", fmt.Errorf("loading chat template from %s: %w", p, err)
+	}
+	if len(doc.ChatTemplate) == 0 || string(doc.ChatTemplate) == "null" {
+		return "", "", fmt.Errorf("no chat template in %s: tokenizer_config.json has no \"chat_template\" and there is no chat_template.jinja", dir)
+	}
+	s, err := templateField(doc.ChatTemplate)
+	if err != nil {
+		return "", "", fmt.Errorf("loading chat template from %s: %w", p, err)
+	}
+	return s, p, nil
+}
+
+// templateField reads a chat_template value: a string, or a list of
+// {"name", "template"} objects from which "default" is taken.
+func templateField(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var named []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return "", fmt.Errorf("\"chat_template\": expected a string or a list of {name, template}: %w", err)
+	}
+	var names []string
+	for _, n := range named {
+		if n.Name == "default" {
+			return n.Template, nil
+		}
+		names = append(names, n.Name)
+	}
+	return "", fmt.Errorf("\"chat_template\": no template named \"default\" among %q", names)
+}
+
+// specialTokens reads the special-token strings of tokenizer_config.json
+// (plain strings or AddedToken objects with "content").
+func specialTokens(cfg []byte) (map[string]string, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(cfg, &doc); err != nil {
+		return nil, fmt.Errorf("parsing tokenizer_config.json: %w", err)
+	}
+	out := map[string]string{}
+	for _, key := range []string{"bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"} {
+		raw, ok := doc[key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			out[key] = s
+			continue
+		}
+		var obj struct {
+			Content *string `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil || obj.Content == nil {
+			return nil, fmt.Errorf("%s: expected a string or an object with \"content\", got %.60s", key, raw)
+		}
+		out[key] = *obj.Content
+	}
+	return out, nil
+}
+
+// Render renders the conversation; with addGenerationPrompt the prompt ends
+// with the header that opens the model's reply.
+func (t *Template) Render(messages []Message, addGenerationPrompt bool) (string, error) {
+	return t.RenderWith(messages, addGenerationPrompt, nil)
+}
+
+// RenderWith is Render with extra template variables, such as
+// enable_thinking for Qwen 3 or date_string for Llama 3.x. Values may be
+// nil, bool, int, int64, float64, string, []any or map[string]any.
+func (t *Template) RenderWith(messages []Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
+	msgs := make([]jinja.Value, len(messages))
+	for i, m := range messages {
+		d := jinja.NewDict()
+		d.AsDict().Set("role", jinja.NewString(m.Role))
+		d.AsDict().Set("content", jinja.NewString(m.Content))
+		msgs[i] = d
+	}
+	data := map[string]jinja.Value{
+		"messages":              jinja.NewList(msgs),
+		"add_generation_prompt": jinja.NewBool(addGenerationPrompt),
+		"tools":                 jinja.None(),
+		"documents":             jinja.None(),
+		"strftime_now":          jinja.NewCallable("strftime_now", t.strftimeNow),
+	}
+	for k, v := range t.special {
+		data[k] = jinja.NewString(v)
+	}
+	for k, v := range extra {
+		data[k] = jinja.FromGoValue(v)
+	}
+	out, err := t.tmpl.RenderValues(data)
+	if err != nil {
+		return "", fmt.Errorf("rendering chat template: %w", err)
+	}
+	return out, nil
+}
+
+func (t *Template) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 || !args[0].IsString() {
+		return jinja.Undefined(), errors.New("strftime_now: expected one format string")
+	}
+	return jinja.NewString(strftime(args[0].AsString(), t.now())), nil
+}
+
+// Source returns the template text.
+func (t *Template) Source() string { return t.source }
+
+// EndOfTurn returns the token string that closes a turn in this template
+// ("<end_of_turn>" for Gemma, "<|eot_id|>" for Llama 3, "<|im_end|>" for
+// Qwen and other ChatML templates), or "" if none is recognised.
+func (t *Template) EndOfTurn() string { return t.endOfTurn }
+
+// endOfTurnMarkers are known end-of-turn tokens, most specific first.
+var endOfTurnMarkers = []string{
+	"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|END_OF_TURN_TOKEN|>", "<|end|>", "<|eom_id|>",
+}
+
+func detectEndOfTurn(source string) string {
+	for _, m := range endOfTurnMarkers {
+		if strings.Contains(source, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// TokenIDer looks up the id of a token string; *tokenizer.Tokenizer
+// implements it.
+type TokenIDer interface {
+	TokenID(s string) (int32, bool)
+}
+
+// StopTokens returns the ids that end generation: the eos_token_id values
+// of generation_config.json (eosIDs, see ParseTokenIDs), then the
+// template's end-of-turn token and the tokenizer_config eos_token if the
+// vocabulary has them; without duplicates, in that order.
+func (t *Template) StopTokens(vocab TokenIDer, eosIDs []int32) []int32 {
+	var out []int32
+	add := func(id int32) {
+		for _, x := range out {
+			if x == id {
+				return
+			}
+		}
+		out = append(out, id)
+	}
+	for _, id := range eosIDs {
+		add(id)
+	}
+	for _, s := range []string{t.endOfTurn, t.special["eos_token"]} {
+		if s == "" || vocab == nil {
+			continue
+		}
+		if id, ok := vocab.TokenID(s); ok {
+			add(id)
+		}
+	}
+	return out
+}
+
+// ParseTokenIDs reads a token-id field of generation_config.json or
+// config.json such as eos_token_id, which is null, an integer or a list of
+// integers.
+func ParseTokenIDs(raw json.RawMessage) ([]int32, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one int32
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return []int32{one}, nil
+	}
+	var many []int32
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, fmt.Errorf("token id: expected an integer or a list of integers, got %.40s", raw)
+	}
+	return many, nil
+}

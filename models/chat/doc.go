@@ -1,0 +1,19 @@
+// Package chat renders a model's own Jinja chat template (the chat_template
+// of tokenizer_config.json, chat_template.json or chat_template.jinja) into
+// the prompt text the model was trained on, and derives the tokens that end
+// a model turn.
+//
+// Rendering uses github.com/ardanlabs/jinja with the environment Hugging
+// Face transformers' apply_chat_template sets up: trim_blocks and
+// lstrip_blocks, raise_exception, tojson, strftime_now, the tokenizer's
+// special-token strings (bos_token, eos_token, ...), tools and documents
+// set to None. Goldens in testdata/ were rendered by Python jinja2 in that
+// environment (testdata/make_golden.py).
+//
+// The rendered prompt already holds the BOS token when the template writes
+// it (Gemma, Llama 3), so it must be encoded without adding special tokens
+// again (tokenizer.Encode(prompt, false)).
+//
+// This package imports the standard library and github.com/ardanlabs/jinja;
+// it does not import models/tokenizer (StopTokens takes any TokenIDer).
+package chat
