@@ -145,10 +145,11 @@ func (e *Engine) Start(ctx context.Context) {
 		return
 	}
 	e.started = true
-	ctx, e.cancel = context.WithCancel(ctx)
+	loopCtx, cancel := context.WithCancel(ctx)
+	e.cancel = cancel
 	e.mu.Unlock()
 	go e.out.pump(ctx)
-	go e.loop(ctx)
+	go e.loop(loopCtx)
 }
 
 // Submit queues a request and returns its id at once; it never blocks.
@@ -193,9 +194,11 @@ func (e *Engine) cancelLocked(id RequestID) {
 // given to Start ends.
 func (e *Engine) Events() <-chan Event { return e.out.ch }
 
-// Close cancels the running and queued requests, waits for the engine
-// goroutine to stop and lets the pump deliver what is queued before closing
-// the Events channel. Further requests are ignored.
+// Close cancels the running request (it still ends with its Done or Error
+// event) and a model load in progress, drops queued requests without
+// events, waits for the engine goroutine to stop, and lets the pump deliver
+// what is queued before closing the Events channel. Later Submits are
+// ignored.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	if e.closed {
@@ -208,7 +211,11 @@ func (e *Engine) Close() {
 	for _, j := range e.queue {
 		j.cancel()
 	}
+	cancel := e.cancel
 	e.mu.Unlock()
+	if cancel != nil {
+		cancel() // stops a model load in progress too
+	}
 	if !started {
 		e.out.closeNow()
 		return

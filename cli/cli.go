@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"mlxchat/engine"
+)
+
+// Version is the release version; builds may set it with
+// -ldflags "-X mlxchat/cli.Version=v1.2.3". When empty, the VCS revision
+// recorded by the Go toolchain is shown.
+var Version = ""
+
+// IO is where a command reads and writes.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// StdinIsTerminal says stdin is interactive: run then refuses to wait
+	// for a prompt on it, and the chat may start.
+	StdinIsTerminal bool
+	// ForceTUI starts the chat even when stdin is not a terminal (tests
+	// that drive the TUI through Stdin and Stdout).
+	ForceTUI bool
+}
+
+// config holds every flag's value.
+type config struct {
+	maxKV, chunk, topK, maxTokens, threads, repWindow, decode, sink int
+	bandwidthMB                                                     int
+	temp, topP, minP, repPenalty                                    float64
+	seed                                                            uint64
+	system, backend, theme, configPath, promptFile, prompt          string
+	keepSystem, noLoop, help, quiet                                 bool
+	promptLens                                                      []int
+	stop                                                            string
+}
+
+// flags registers every flag on a new flagSet bound to c.
+func (c *config) flags() *flagSet {
+	d := engine.DefaultSettings()
+	c.chunk = d.PrefillChunk
+	c.repWindow = d.RepetitionWindow
+	c.sink = d.SinkTokens
+	c.backend = "cpu"
+	c.promptLens = []int{128, 512, 2048}
+	c.decode = 64
+	f := newFlagSet()
+	f.Int(&c.maxKV, "max-kv-size", 0, "0 (off) or a positive number of tokens", "cap on live KV keys; older tokens after the attention sink are trimmed (0 = off)")
+	f.Int(&c.chunk, "prefill-chunk-size", 1, "a positive number of tokens", "prompt tokens per prefill forward pass (default 512)")
+	f.Float(&c.temp, "temp", 0, 100, "a number from 0 to 100", "sampling temperature; 0 = greedy (default 0)")
+	f.Float(&c.topP, "top-p", 0, 1, "a number from 0 to 1", "nucleus sampling mass; 0 or 1 = off")
+	f.Int(&c.topK, "top-k", 0, "0 (off) or a positive count", "keep only the K most likely tokens; 0 = off")
+	f.Float(&c.minP, "min-p", 0, 1, "a number from 0 to 1", "drop tokens below min-p times the top probability; 0 = off")
+	f.Float(&c.repPenalty, "repetition-penalty", 0, 100, "a number from 0 to 100 (1 = off)", "penalize tokens seen in the last --repetition-window tokens; 0 or 1 = off")
+	f.Int(&c.repWindow, "repetition-window", 1, "a positive number of tokens", "tokens the repetition penalty looks back over (default 64)")
+	f.Uint(&c.seed, "seed", "a non-negative integer", "random seed for sampling (same seed, same answer)")
+	f.Int(&c.maxTokens, "max-tokens", 0, "0 (no limit) or a positive count", "stop the answer after this many tokens; 0 = no limit")
+	f.String(&c.stop, "stop", nil, "a string", "stop the answer when this text appears")
+	f.String(&c.system, "system", nil, "a string", "system prompt")
+	f.Int(&c.sink, "sink-tokens", 1, "a positive number of tokens", "tokens at the front that trimming never drops (default 4)")
+	f.Bool(&c.keepSystem, "keep-system", "never trim the system prompt (the sink covers it)")
+	f.Bool(&c.noLoop, "no-loop-detect", "do not stop answers that loop")
+	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default cpu)")
+	f.Int(&c.threads, "threads", 0, "0 (all cores) or a positive count", "CPU threads; 0 = all cores")
+	f.String(&c.theme, "theme", nil, "a theme name", "TUI colour theme (dark, light, high-contrast)")
+	f.String(&c.configPath, "config", nil, "a file path", "config file (default $XDG_CONFIG_HOME/mlxchat/config.json)")
+	f.String(&c.promptFile, "prompt-file", nil, "a file path", "run: read the prompt from this file ('-' = stdin)")
+	f.String(&c.prompt, "prompt", nil, "a string", "run: the prompt text")
+	f.Bool(&c.quiet, "quiet", "run: print only the answer, no stats")
+	f.IntList(&c.promptLens, "prompt-lens", "comma-separated positive token counts, e.g. 128,512,2048", "bench: prompt lengths to measure")
+	c.bandwidthMB = 256
+	f.Int(&c.bandwidthMB, "bandwidth-mb", 1, "a positive number of MiB", "bench: buffer size of the memory-bandwidth probe (default 256)")
+	f.Int(&c.decode, "decode", 1, "a positive number of tokens", "bench: tokens to decode per prompt length")
+	f.Bool(&c.help, "help", "show this help")
+	f.specs["h"] = f.specs["help"]
+	return f
+}
+
+// settings builds the engine settings from the flags.
+func (c *config) settings() engine.Settings {
+	s := engine.Settings{
+		MaxKV:             c.maxKV,
+		PrefillChunk:      c.chunk,
+		Temperature:       c.temp,
+		TopK:              c.topK,
+		TopP:              c.topP,
+		MinP:              c.minP,
+		RepetitionPenalty: c.repPenalty,
+		RepetitionWindow:  c.repWindow,
+		Seed:              c.seed,
+		MaxTokens:         c.maxTokens,
+		System:            c.system,
+		SinkTokens:        c.sink,
+		KeepSystem:        c.keepSystem,
+		NoLoopDetect:      c.noLoop,
+	}
+	if c.stop != "" {
+		s.StopStrings = []string{c.stop}
+	}
+	return s
+}
+
+// usageError is a mistake in how mlxchat was called (exit code 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// Main runs mlxchat with args (the program name excluded) and returns the
+// process exit code: 0 success, 1 failure, 2 bad usage, 130 interrupted.
+func Main(ctx context.Context, args []string, io IO) int {
+	var c config
+	fs := c.flags()
+	pos, err := fs.parse(args)
+	if err != nil {
+		fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
+		return 2
+	}
+	if c.help || (len(pos) > 0 && pos[0] == "help") {
+		fmt.Fprint(io.Stdout, usage(fs))
+		return 0
+	}
+	if len(pos) == 0 {
+		fmt.Fprint(io.Stderr, usage(fs))
+		return 2
+	}
+	cmd := "chat"
+	switch pos[0] {
+	case "version", "run", "bench", "chat":
+		cmd, pos = pos[0], pos[1:]
+	}
+	if err := c.settings().Validate(); err != nil {
+		fmt.Fprintf(io.Stderr, "mlxchat: --%v\n", err)
+		return 2
+	}
+	if err := checkFlagsFor(cmd, args); err != nil {
+		fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
+		return 2
+	}
+	switch cmd {
+	case "version":
+		fmt.Fprintln(io.Stdout, versionString())
+		return 0
+	}
+	if len(pos) != 1 {
+		if len(pos) == 0 {
+			fmt.Fprintf(io.Stderr, "mlxchat %s: missing MODEL (a name like gemma3n-e2b-4bit or a model directory)\n", cmd)
+		} else {
+			fmt.Fprintf(io.Stderr, "mlxchat %s: want one MODEL, got %d arguments: %s\n", cmd, len(pos), strings.Join(pos, " "))
+		}
+		return 2
+	}
+	model := pos[0]
+	switch cmd {
+	case "run":
+		err = runCmd(ctx, &c, model, io)
+	case "bench":
+		err = benchCmd(ctx, &c, model, io)
+	default:
+		err = chatCmd(ctx, &c, model, io)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, context.Canceled):
+		return 130
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(io.Stderr, "mlxchat %s: %v\n", cmd, err)
+		return 2
+	default:
+		fmt.Fprintf(io.Stderr, "mlxchat %s: %v\n", cmd, err)
+		return 1
+	}
+}
+
+// usageErr marks err as a usage error (exit code 2).
+func usageErr(err error) error { return usageError{err} }
+
+// commandFlags lists the flags only some subcommands accept.
+var commandFlags = map[string][]string{
+	"prompt-file":  {"run"},
+	"prompt":       {"run"},
+	"quiet":        {"run"},
+	"prompt-lens":  {"bench"},
+	"decode":       {"bench"},
+	"bandwidth-mb": {"bench"},
+	"theme":        {"chat"},
+	"config":       {"chat"},
+}
+
+// checkFlagsFor rejects a flag given to a subcommand that ignores it.
+func checkFlagsFor(cmd string, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		cmds, limited := commandFlags[name]
+		if !limited {
+			continue
+		}
+		ok := false
+		for _, c := range cmds {
+			ok = ok || c == cmd
+		}
+		if !ok {
+			return fmt.Errorf("flag --%s is for mlxchat %s, not %s", name, strings.Join(cmds, "/"), cmd)
+		}
+	}
+	return nil
+}
+
+func versionString() string {
+	v := Version
+	if v == "" {
+		v = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v = "devel-" + s.Value[:12]
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("mlxchat %s (%s, %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func usage(fs *flagSet) string {
+	return `mlxchat: chat with a local LLM in the terminal
+
+Usage:
+  mlxchat [flags] MODEL                 open the chat (downloads MODEL if missing)
+  mlxchat run MODEL [flags]             print the answer to a prompt (--prompt, --prompt-file or stdin), stats on stderr
+  mlxchat bench MODEL [flags]           measure prefill and decode speed
+  mlxchat version                       print the version
+  mlxchat help                          show this help
+
+MODEL is a name (gemma3n-e2b-4bit), a Hugging Face repo (mlx-community/gemma-3n-E2B-it-4bit)
+or a path to an MLX model directory.
+
+Flags:
+` + fs.usage()
+}

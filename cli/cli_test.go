@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"mlxchat/engine"
+	"mlxchat/engine/enginetest"
+	"mlxchat/tensor/cpu"
+)
+
+var tiny struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tiny.dir != "" {
+		os.RemoveAll(tiny.dir)
+	}
+	os.Exit(code)
+}
+
+// tinyModel writes the tiny Gemma 3n model directory once per test binary.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	tiny.once.Do(func() {
+		tiny.dir, tiny.err = os.MkdirTemp("", "mlxchat-cli-tiny-")
+		if tiny.err == nil {
+			tiny.err = enginetest.WriteTinyModel(filepath.Join(tiny.dir, "tiny"), 4, 7)
+		}
+	})
+	if tiny.err != nil {
+		t.Fatal(tiny.err)
+	}
+	return filepath.Join(tiny.dir, "tiny")
+}
+
+// invoke runs Main in-process.
+func invoke(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, IO{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// engineAnswer is the answer the engine gives directly, for comparison.
+func engineAnswer(t *testing.T, dir, prompt string, s engine.Settings) string {
+	t.Helper()
+	be := cpu.New(2)
+	defer be.Close()
+	b, err := engine.LoadBundle(dir, be, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e, err := engine.FromBundle(b, engine.Options{Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(context.Background())
+	defer e.Close()
+	id := e.Submit(engine.Generate{Conversation: []engine.Message{{Role: engine.RoleUser, Content: prompt}}})
+	for ev := range e.Events() {
+		switch v := ev.(type) {
+		case engine.Done:
+			if v.ID == id {
+				return v.Text
+			}
+		case engine.Error:
+			t.Fatal(v.Err)
+		}
+	}
+	t.Fatal("engine closed without an answer")
+	return ""
+}
+
+func TestRunPrintsAnswerAndStats(t *testing.T) {
+	dir := tinyModel(t)
+	prompt := "hello the world"
+	want := engineAnswer(t, dir, prompt, engine.Settings{MaxTokens: 12, NoLoopDetect: true, Seed: 5, Temperature: 0.8})
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"--prompt", "", []string{"run", dir, "--prompt", prompt}},
+		{"flags first, stdin", prompt, []string{"--max-tokens=12", "run", dir}},
+		{"--prompt-file", "", []string{"run", "--prompt-file", writeFile(t, prompt), dir}},
+		{"--prompt-file -", prompt, []string{"run", dir, "--prompt-file", "-"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(tc.args, "--max-tokens", "12", "--no-loop-detect", "--seed", "5", "--temp", "0.8", "--threads", "2")
+			code, out, errOut := invoke(t, tc.stdin, args...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			if strings.TrimSuffix(out, "\n") != want {
+				t.Fatalf("stdout %q, want the engine's answer %q", out, want)
+			}
+			if !strings.Contains(errOut, "decode 12 tokens") || !strings.Contains(errOut, "max_tokens") {
+				t.Fatalf("stats line %q lacks the decode count or the reason", errOut)
+			}
+		})
+	}
+	t.Run("--quiet", func(t *testing.T) {
+		code, out, errOut := invoke(t, "", "run", dir, "--prompt", prompt, "--max-tokens", "3", "--quiet")
+		if code != 0 || errOut != "" || out == "" {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want an answer and a silent stderr", code, out, errOut)
+		}
+	})
+}
+
+func writeFile(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunCancelledKeepsPartialAnswer(t *testing.T) {
+	dir := tinyModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	w := &cancelAfter{w: &out, n: 3, cancel: cancel}
+	code := Main(ctx, []string{"run", dir, "--prompt", "tell me", "--max-tokens", "500", "--no-loop-detect"},
+		IO{Stdout: w, Stderr: &errb})
+	if code != 130 {
+		t.Fatalf("exit %d (stderr %q), want 130 after the interrupt", code, errb.String())
+	}
+	if out.Len() == 0 || !strings.Contains(errb.String(), "cancelled") {
+		t.Fatalf("partial answer %q, stderr %q: want the partial text kept and a cancelled stats line", out.String(), errb.String())
+	}
+}
+
+// cancelAfter cancels a context after n writes (an interrupt mid-answer).
+type cancelAfter struct {
+	w      *bytes.Buffer
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	return c.w.Write(p)
+}
+
+func TestBench(t *testing.T) {
+	dir := tinyModel(t)
+	code, out, errOut := invoke(t, "", "bench", dir, "--prompt-lens", "8,24", "--decode", "4", "--bandwidth-mb", "8", "--max-kv-size", "16", "--prefill-chunk-size", "8")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"prefill tok/s", "roofline", "peak RSS", "bandwidth"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, n := range []string{"8", "24"} {
+		if !regexp.MustCompile(`\n +` + n + ` +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +[0-9.]+ `).MatchString(out) {
+			t.Fatalf("no result row for prompt length %s (4 decoded tokens):\n%s", n, out)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	if code, out, _ := invoke(t, "", "version"); code != 0 || !strings.HasPrefix(out, "mlxchat ") {
+		t.Fatalf("version: exit %d, %q", code, out)
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, out, _ := invoke(t, "", args...)
+		if code != 0 || !strings.Contains(out, "Usage:") || !strings.Contains(out, "--max-kv-size") {
+			t.Fatalf("%v: exit %d, output %q", args, code, out)
+		}
+	}
+	if code, _, errOut := invoke(t, ""); code != 2 || !strings.Contains(errOut, "Usage:") {
+		t.Fatalf("no arguments: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestBadUsage: every mistake is one line naming the flag or argument and
+// what was expected, with exit code 2 (1 for a model that cannot load).
+func TestBadUsage(t *testing.T) {
+	dir := tinyModel(t)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"not a number", []string{"--temp", "warm", "m"}, 2, []string{"--temp", "want a number", `"warm"`}},
+		{"negative", []string{"--max-kv-size", "-5", "m"}, 2, []string{"--max-kv-size", "want 0 (off)"}},
+		{"out of range", []string{"--top-p=1.5", "m"}, 2, []string{"--top-p", "from 0 to 1"}},
+		{"unknown flag", []string{"--tmep", "1", "m"}, 2, []string{"unknown flag --tmep"}},
+		{"missing value", []string{"m", "--seed"}, 2, []string{"--seed needs a value"}},
+		{"bad list", []string{"bench", "m", "--prompt-lens", "128,x"}, 2, []string{"--prompt-lens", "comma-separated"}},
+		{"max kv under sink", []string{"--max-kv-size", "4", "m"}, 2, []string{"--max-kv-size 4", "sink"}},
+		{"bad backend", []string{"--backend", "cuda", "m"}, 2, []string{"--backend", "cpu, metal or vulkan"}},
+		{"flag for another command", []string{"--prompt-file", "x", dir}, 2, []string{"--prompt-file is for mlxchat run"}},
+		{"missing model", []string{"run"}, 2, []string{"missing MODEL"}},
+		{"two models", []string{"run", "a", "b"}, 2, []string{"want one MODEL"}},
+		{"no prompt", []string{"run", dir, "--prompt", "  "}, 2, []string{"prompt is empty"}},
+		{"both prompts", []string{"run", dir, "--prompt", "x", "--prompt-file", "y"}, 2, []string{"either --prompt or --prompt-file"}},
+		{"missing prompt file", []string{"run", dir, "--prompt-file", "/nonexistent/p.txt"}, 1, []string{"--prompt-file", "no such file"}},
+		{"missing model dir", []string{"run", "./no/such/model", "--prompt", "x"}, 1, []string{"no/such/model"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := invoke(t, "", tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errOut)
+			}
+			if out != "" {
+				t.Fatalf("stdout %q, want nothing", out)
+			}
+			if strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 {
+				t.Fatalf("stderr is not one line: %q", errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Fatalf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUnavailableBackend(t *testing.T) {
+	dir := tinyModel(t)
+	code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--backend", "vulkan")
+	if code != 2 || !strings.Contains(errOut, "--backend vulkan") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestFlagParser(t *testing.T) {
+	var c config
+	fs := c.flags()
+	pos, err := fs.parse([]string{"-temp", "0.5", "run", "--top-k=5", "M", "--keep-system", "--", "--not-a-flag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.temp != 0.5 || c.topK != 5 || !c.keepSystem {
+		t.Fatalf("parsed %+v", c)
+	}
+	if strings.Join(pos, " ") != "run M --not-a-flag" {
+		t.Fatalf("positional %q", pos)
+	}
+	s := c.settings()
+	if s.Temperature != 0.5 || s.TopK != 5 || !s.KeepSystem || s.PrefillChunk != 512 {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
+func TestChatLoadFailureIsOneLine(t *testing.T) {
+	code, _, errOut := invoke(t, "", "./no/such/model-dir")
+	if code != 1 || !strings.Contains(errOut, "no/such/model-dir") || strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q: want 1 and one line naming the model", code, errOut)
+	}
+}

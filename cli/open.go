@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"mlxchat/engine"
+	"mlxchat/models/hub"
+	"mlxchat/tensor"
+	"mlxchat/tensor/cpu"
+)
+
+// threadCount is --threads, or every core when it is 0.
+func (c *config) threadCount() int {
+	if c.threads > 0 {
+		return c.threads
+	}
+	return runtime.NumCPU()
+}
+
+// backendHandle is an opened compute backend and how to release it.
+type backendHandle struct {
+	backend tensor.Backend
+	close   func()
+}
+
+// openBackend opens --backend. Only the CPU backend is built in so far; the
+// GPU backends report a clear one-line error.
+func openBackend(c *config) (*backendHandle, error) {
+	switch c.backend {
+	case "", "cpu":
+		b := cpu.New(c.threadCount())
+		return &backendHandle{backend: b, close: b.Close}, nil
+	case "metal", "vulkan":
+		return nil, fmt.Errorf("--backend %s: not available in this build (want cpu)", c.backend)
+	default:
+		return nil, fmt.Errorf("--backend %q: want cpu, metal or vulkan", c.backend)
+	}
+}
+
+// localDir returns name when it is an existing directory, else "".
+func localDir(name string) string {
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		return name
+	}
+	return ""
+}
+
+// resolveModel turns a model name, repo id or directory into a local model
+// directory (models/hub: path, Hugging Face cache, XDG data dir, else a
+// download), reporting download progress as (stage, done, total) over all
+// files.
+func resolveModel(ctx context.Context, name string, progress func(stage string, done, total int64)) (string, error) {
+	res, err := hub.Resolve(ctx, name, hub.Options{Progress: func(p hub.Progress) {
+		if progress == nil {
+			return
+		}
+		stage := fmt.Sprintf("downloading %s (%d/%d)", p.File, p.FileIndex, p.Files)
+		if p.Verifying {
+			stage = fmt.Sprintf("verifying %s (%d/%d)", p.File, p.FileIndex, p.Files)
+		}
+		progress(stage, p.AllDone, p.AllTotal)
+	}})
+	if err != nil {
+		return "", err
+	}
+	return res.Dir, nil
+}
+
+// openBundle resolves the model (with a progress bar on stderr), opens the
+// backend and loads the model, tokenizer and chat template. The returned
+// func releases the model and the backend.
+func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) (*engine.Bundle, func(), error) {
+	be, err := openBackend(c)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	bar := newProgressBar(stderr)
+	dir, err := resolveModel(ctx, model, bar.update)
+	bar.finish()
+	if err != nil {
+		be.close()
+		return nil, nil, err
+	}
+	b, err := engine.LoadBundle(dir, be.backend, model)
+	if err != nil {
+		be.close()
+		return nil, nil, err
+	}
+	return b, func() {
+		b.Close()
+		be.close()
+	}, nil
+}
+
+// progressBar draws download progress on one terminal line, at most ten
+// times a second:  "model.safetensors  42% [========>           ] 1.1/2.6 GiB".
+type progressBar struct {
+	w     io.Writer
+	mu    sync.Mutex
+	last  time.Time
+	stage string
+	drawn bool
+}
+
+func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
+
+func (p *progressBar) update(stage string, done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	newStage := stage != p.stage
+	if !newStage && now.Sub(p.last) < 100*time.Millisecond && done != total {
+		return
+	}
+	p.last = now
+	if newStage && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+	p.stage = stage
+	p.drawn = true
+	if total <= 0 {
+		fmt.Fprintf(p.w, "\r%s %s\x1b[K", stage, humanBytes(done))
+		return
+	}
+	const width = 30
+	frac := float64(done) / float64(total)
+	frac = max(0, min(1, frac))
+	fill := int(frac * width)
+	bar := strings.Repeat("=", fill)
+	if fill < width {
+		bar += ">" + strings.Repeat(" ", width-fill-1)
+	}
+	fmt.Fprintf(p.w, "\r%s %3.0f%% [%s] %s/%s\x1b[K", stage, frac*100, bar, humanBytes(done), humanBytes(total))
+}
+
+func (p *progressBar) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
