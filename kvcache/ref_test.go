@@ -27,10 +27,10 @@ type refCache struct {
 	trimmed  int
 	open     bool
 	n        int
-	live     [][]int             // per owning layer: sorted live positions
-	keys     []map[int][]float32 // per owning layer: rotated K row by position
-	vals     []map[int][]float32 // per owning layer: V row by position
-	appended map[int]bool        // owning layers appended in the open chunk
+	live     [][]int       // per owning layer: sorted live positions
+	keys     [][][]float32 // per owning layer: rotated K row by position
+	vals     [][][]float32 // per owning layer: V row by position
+	appended map[int]bool  // owning layers appended in the open chunk
 	// capAtBegin is MaxKV as of the last accepted Begin (0 = unlimited):
 	// SetMaxKV trims lazily, so live may exceed a new cap until then.
 	capAtBegin int
@@ -50,12 +50,8 @@ func newRef(specs []LayerSpec, opts Options) *refCache {
 
 func (r *refCache) reset() {
 	r.live = make([][]int, len(r.specs))
-	r.keys = make([]map[int][]float32, len(r.specs))
-	r.vals = make([]map[int][]float32, len(r.specs))
-	for i := range r.specs {
-		r.keys[i] = map[int][]float32{}
-		r.vals[i] = map[int][]float32{}
-	}
+	r.keys = make([][][]float32, len(r.specs))
+	r.vals = make([][][]float32, len(r.specs))
 	r.offset, r.trimmed, r.didTrim, r.sinkKept, r.open, r.n, r.capAtBegin = 0, 0, false, 0, false, 0, 0
 }
 
@@ -156,7 +152,11 @@ func (r *refCache) append(l int, k, v [][]float32) {
 	for i := range k {
 		p := r.offset + i
 		r.live[l] = append(r.live[l], p)
-		r.keys[l][p] = k[i]
+		for len(r.keys[l]) <= p {
+			r.keys[l] = append(r.keys[l], nil)
+			r.vals[l] = append(r.vals[l], nil)
+		}
+		r.keys[l][p] = k[i] // an aborted chunk's position is overwritten later
 		r.vals[l][p] = v[i]
 	}
 	r.appended[l] = true
@@ -326,6 +326,10 @@ type harness struct {
 	rowTol float64 // on stored K/V values (0: bit-exact)
 	q8     bool
 	checks int // views checked
+	// backend, when set, also runs every view through a real
+	// tensor.Backend's Attention, compared with backendTol.
+	backend    tensor.Backend
+	backendTol float64
 }
 
 func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSeed int64) *harness {
@@ -430,14 +434,30 @@ func (h *harness) chunk(n, abortAt int) bool {
 		}
 		views[l] = view
 		h.checkView(l, n, view)
+		if spec.SharedFrom >= 0 {
+			continue // the very same tensors and mask as its source, checked above
+		}
 		got := attendView(view, q, h.hq[l])
 		want := h.ref.attend(l, q, h.hq[l])
-		for i := range got {
-			for j := range got[i] {
-				if diff := math.Abs(got[i][j] - want[i][j]); diff > h.tol || math.IsNaN(got[i][j]) {
-					t.Fatalf("layer %d row %d (position %d) value %d: cache %v, reference %v (keys %v)", l, i, pos0+i, j, got[i][j], want[i][j], view.Mask.Keys)
+		h.compare("cache", l, pos0, got, want, h.tol, view)
+		if h.backend != nil {
+			qt := toTensor(q, h.hq[l], d)
+			dst := h.backend.Alloc(n, h.hq[l], d)
+			if err := h.backend.Attention(dst, qt, view.K, view.V, view.Mask, float32(1/math.Sqrt(float64(d)))); err != nil {
+				t.Fatalf("layer %d: %s attention: %v", l, h.backend.Name(), err)
+			}
+			if err := h.backend.Sync(); err != nil {
+				t.Fatalf("layer %d: %s sync: %v", l, h.backend.Name(), err)
+			}
+			f := dst.F32()
+			bo := make([][]float64, n)
+			for i := range bo {
+				bo[i] = make([]float64, h.hq[l]*d)
+				for j := range bo[i] {
+					bo[i][j] = float64(f[i*h.hq[l]*d+j])
 				}
 			}
+			h.compare(h.backend.Name()+" backend", l, pos0, bo, want, h.backendTol, view)
 		}
 	}
 	if err := h.c.Commit(); err != nil {
@@ -446,6 +466,17 @@ func (h *harness) chunk(n, abortAt int) bool {
 	h.ref.commit()
 	h.checkStats()
 	return true
+}
+
+func (h *harness) compare(what string, l, pos0 int, got, want [][]float64, tol float64, view View) {
+	h.t.Helper()
+	for i := range got {
+		for j := range got[i] {
+			if diff := math.Abs(got[i][j] - want[i][j]); diff > tol || math.IsNaN(got[i][j]) {
+				h.t.Fatalf("layer %d row %d (position %d) value %d: %s %v, reference %v (keys %v)", l, i, pos0+i, j, what, got[i][j], want[i][j], view.Mask.Keys)
+			}
+		}
+	}
 }
 
 // checkView asserts the structural invariants of one view.
@@ -475,8 +506,12 @@ func (h *harness) checkView(l, n int, view View) {
 	if spec.Window == 0 && h.ref.maxKV > 0 && keys > h.ref.maxKV {
 		t.Fatalf("layer %d: global view has %d keys over max-kv %d", l, keys, h.ref.maxKV)
 	}
-	// Every row sees at least one key, and exactly the reference's set.
-	for q := 0; q < n; q++ {
+	// Every row sees at least one key (its own: the chunk's positions are in
+	// the set checked above), and sampled rows see exactly the reference's set.
+	for _, q := range []int{0, 1, 2, n / 3, n / 2, n - 3, n - 2, n - 1} {
+		if q < 0 || q >= n {
+			continue
+		}
 		qp := m.QueryStart + q
 		var seen []int
 		for _, p := range pos {
@@ -625,8 +660,16 @@ func randomConfig(ch chooser, q8 bool) ([]LayerSpec, []int, Options) {
 // max-kv changes (raised and lowered), sink changes, refused chunks, aborts
 // and resets, checking every view against the reference.
 func runSchedule(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *harness {
+	return runScheduleWith(t, ch, steps, q8, dataSeed, nil)
+}
+
+// runScheduleWith is runSchedule with a hook to configure the harness.
+func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64, setup func(*harness)) *harness {
 	specs, hq, opts := randomConfig(ch, q8)
 	h := newHarness(t, specs, hq, opts, dataSeed)
+	if setup != nil {
+		setup(h)
+	}
 	for s := 0; s < steps; s++ {
 		if bc, ok := ch.(*byteChooser); ok && bc.done() {
 			break

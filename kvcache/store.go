@@ -1,8 +1,8 @@
 package kvcache
 
 import (
-	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"mlxchat/tensor"
 )
@@ -195,28 +195,28 @@ func (st *store) encode(dst, src []byte, n int) {
 		copy(dst, src)
 		return
 	}
-	rb := st.rowBytes
+	rb, hd := st.rowBytes, st.heads*st.dim
+	x := f32s(src[:n*hd*4])
 	for r := 0; r < n; r++ {
 		row := dst[r*rb : (r+1)*rb]
+		scales := f32s(row[:st.heads*4])
+		q := row[st.heads*4:]
 		for h := 0; h < st.heads; h++ {
-			off := (r*st.heads + h) * st.dim * 4
+			xs := x[(r*st.heads+h)*st.dim : (r*st.heads+h+1)*st.dim]
 			amax := float32(0)
-			for i := 0; i < st.dim; i++ {
-				x := math.Float32frombits(binary.LittleEndian.Uint32(src[off+4*i:]))
-				if a := float32(math.Abs(float64(x))); a > amax {
-					amax = a
-				}
+			for _, v := range xs {
+				amax = max(amax, v, -v)
 			}
 			scale := amax / 127
-			binary.LittleEndian.PutUint32(row[4*h:], math.Float32bits(scale))
-			q := row[st.heads*4+h*st.dim:]
-			for i := 0; i < st.dim; i++ {
-				x := math.Float32frombits(binary.LittleEndian.Uint32(src[off+4*i:]))
-				var qi int8
-				if scale > 0 {
-					qi = int8(max(-127, min(127, math.Round(float64(x/scale)))))
-				}
-				q[i] = byte(qi)
+			scales[h] = scale
+			qh := q[h*st.dim : (h+1)*st.dim]
+			if scale == 0 || scale != scale {
+				clear(qh)
+				continue
+			}
+			inv := 1 / scale
+			for i, v := range xs {
+				qh[i] = byte(int8(max(-127, min(127, float32(math.Round(float64(v*inv)))))))
 			}
 		}
 	}
@@ -224,18 +224,28 @@ func (st *store) encode(dst, src []byte, n int) {
 
 // decode expands n stored rows of src into F32 bytes in dst.
 func (st *store) decode(dst, src []byte, n int) {
-	rb := st.rowBytes
+	rb, hd := st.rowBytes, st.heads*st.dim
+	out := f32s(dst[:n*hd*4])
 	for r := 0; r < n; r++ {
 		row := src[r*rb : (r+1)*rb]
-		for h := 0; h < st.heads; h++ {
-			scale := math.Float32frombits(binary.LittleEndian.Uint32(row[4*h:]))
-			q := row[st.heads*4+h*st.dim:]
-			out := dst[(r*st.heads+h)*st.dim*4:]
-			for i := 0; i < st.dim; i++ {
-				binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(scale*float32(int8(q[i]))))
+		scales := f32s(row[:st.heads*4])
+		q := row[st.heads*4:]
+		for h, scale := range scales {
+			o := out[(r*st.heads+h)*st.dim : (r*st.heads+h+1)*st.dim]
+			for i, b := range q[h*st.dim : (h+1)*st.dim] {
+				o[i] = scale * float32(int8(b))
 			}
 		}
 	}
+}
+
+// f32s views little-endian float32 bytes as []float32 without copying
+// (the host is little-endian; buffers come from make and are 4-aligned).
+func f32s(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }
 
 // view returns the F32 bytes of every live row in physical order and the
