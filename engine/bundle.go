@@ -8,6 +8,7 @@ import (
 
 	"mlxchat/kvcache"
 	"mlxchat/models"
+	"mlxchat/models/chat"
 	"mlxchat/models/checkpoint"
 	"mlxchat/models/tokenizer"
 	"mlxchat/tensor"
@@ -59,28 +60,19 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading tokenizer %s: %w", tokPath, err)
 	}
-	tmpl, stopStrings, err := loadTemplate(dir, tk)
+	tmpl, err := chat.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("loading the chat template (%s): %w", cfgPath, err)
+		return nil, fmt.Errorf("%s: %w", cfgPath, err)
 	}
 	info := m.Config()
-	var stops []int32
-	stops = append(stops, info.StopIDs...)
-	if id, ok := tk.EOS(); ok {
-		stops = append(stops, id)
-	}
-	for _, s := range stopStrings {
-		if id, ok := tk.TokenID(s); ok {
-			stops = append(stops, id)
-		}
-	}
+	stops := tmpl.StopTokens(tk, info.StopIDs)
 	if len(stops) == 0 {
 		return nil, errors.New("the model has no end-of-sequence token (generation_config.json eos_token_id)")
 	}
 	return &Bundle{
 		Model:      m,
 		Tokenizer:  tokAdapter{tk},
-		Template:   tmpl,
+		Template:   chatTemplate{tmpl},
 		StopTokens: stops,
 		Info: ModelInfo{
 			Name:          name,
