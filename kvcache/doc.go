@@ -18,6 +18,12 @@
 //	    attention(q, view.K, view.V, view.Mask)
 //	err = c.Commit()                // Offset += n
 //
+// Offset() does not move between Begin and Commit, so every layer of a
+// chunk, shared-KV layers included, uses the same RoPE positions (as
+// transformers does; mlx-lm rotates Gemma 3n's shared layers after the
+// producer's update, mlx-lm issue #1674). The engine clamps its prefill
+// chunk to MaxChunk() before Begin.
+//
 // On failure in the middle of a chunk call Abort (drops the chunk's rows,
 // Offset unchanged). Errors are returned, never panics: bad shapes, Append
 // on a shared layer, appending twice, Shared before its source appended,

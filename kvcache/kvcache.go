@@ -191,8 +191,25 @@ func (c *Cache) NumLayers() int { return len(c.layers) }
 
 // Offset is the number of tokens committed so far: the absolute (RoPE)
 // position of the next chunk's first token. It never decreases except on
-// Reset; trimming does not change it.
+// Reset; trimming does not change it. It stays constant from Begin to
+// Commit, so every layer of a chunk, shared ones included, rotates its
+// queries and keys at Offset()+i.
 func (c *Cache) Offset() int { return c.offset }
+
+// Live is the number of keys the global layers hold (the live-window
+// meter's numerator; the first owning layer's count if none is global).
+// Unlike Stats it allocates nothing.
+func (c *Cache) Live() int {
+	if c.hasGlobal {
+		return c.globalLive()
+	}
+	for i := range c.layers {
+		if st := c.layers[i].st; st != nil {
+			return st.live()
+		}
+	}
+	return 0
+}
 
 // MaxKV is the current cap (0 = unlimited).
 func (c *Cache) MaxKV() int { return c.maxKV }

@@ -43,6 +43,9 @@ func TestSeedScenario(t *testing.T) {
 	if s.Offset != want.Offset || s.Live != want.Live || s.Trimmed != want.Trimmed || s.Sink != want.Sink || s.Window != want.Window {
 		t.Fatalf("stats %+v, want %+v", s, want)
 	}
+	if h.c.Live() != 1024 {
+		t.Fatalf("Live() = %d, want 1024", h.c.Live())
+	}
 	if s.Layers[1].Live != 511 || s.Layers[1].Capacity != 512 {
 		t.Fatalf("sliding layer after decode: %+v, want 511 live keys in 512 rows", s.Layers[1])
 	}

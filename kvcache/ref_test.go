@@ -587,6 +587,22 @@ func (h *harness) checkStats() {
 			t.Fatalf("layer %d: %d live keys over the max-kv %d of the last chunk", l, ls.Live, h.ref.capAtBegin)
 		}
 	}
+	wantLive := -1
+	for l, sp := range h.specs {
+		if sp.SharedFrom < 0 && sp.Window == 0 {
+			wantLive = len(h.ref.live[l])
+			break
+		}
+	}
+	if wantLive < 0 {
+		wantLive = len(h.ref.live[0])
+	}
+	if s.Live != wantLive {
+		t.Fatalf("stats live %d, reference %d", s.Live, wantLive)
+	}
+	if h.c.Live() != s.Live {
+		t.Fatalf("Live() = %d, stats %d", h.c.Live(), s.Live)
+	}
 	if total != s.Bytes {
 		t.Fatalf("stats bytes %d, sum of layers %d", s.Bytes, total)
 	}
