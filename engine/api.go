@@ -89,7 +89,9 @@ type Settings struct {
 	// trimmed (0 = DefaultSinkTokens).
 	SinkTokens int
 	// KeepSystem extends the sink to cover the whole rendered system
-	// prompt, so trimming never drops it.
+	// prompt, so trimming never drops it. The sink may use at most half of
+	// MaxKV; a longer system prompt makes the request fail with an Error
+	// rather than be trimmed silently.
 	KeepSystem bool
 	// NoLoopDetect turns off the n-gram loop detector (Done reason loop).
 	NoLoopDetect bool
@@ -145,8 +147,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("sink-tokens %d: want a positive number of tokens", s.SinkTokens)
 	}
 	n := s.Normalize()
-	if n.MaxKV > 0 && n.MaxKV <= n.SinkTokens {
-		return fmt.Errorf("max-kv-size %d: want more than the %d sink tokens", n.MaxKV, n.SinkTokens)
+	if n.MaxKV > 0 && n.MaxKV < 2*n.SinkTokens {
+		return fmt.Errorf("max-kv-size %d: want at least twice the %d sink tokens (the sink may use at most half the cache)", n.MaxKV, n.SinkTokens)
 	}
 	for _, st := range s.StopStrings {
 		if st == "" {

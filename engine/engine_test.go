@@ -573,3 +573,43 @@ func TestCloseEndsEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepSystem: the sink covers the rendered system prompt, trimming
+// never drops it, and a system prompt over half of MaxKV is an Error.
+func TestKeepSystem(t *testing.T) {
+	sys := "you are a cat and the world is a mat"
+	s := Settings{System: sys, KeepSystem: true, MaxKV: 64, PrefillChunk: 8, MaxTokens: 3}
+	e, _ := newTiny(t, s)
+	conv := []Message{user(longPrompt())}
+	r := await(t, e, e.Submit(Generate{Conversation: conv}), nil)
+	mustDone(t, r)
+	if len(r.trims) == 0 {
+		t.Fatal("no trims")
+	}
+	// The system prompt's tokens are the sink: the rendering with the system
+	// message and an empty user turn shares that prefix with the prompt.
+	ids, _ := e.w.tok.Encode(mustRender(t, e, append([]Message{{Role: RoleSystem, Content: sys}}, conv...)))
+	n := e.w.systemPrefix(append([]Message{{Role: RoleSystem, Content: sys}}, conv...), ids)
+	sysOnly, _ := e.w.tok.Encode(sys)
+	if n <= len(sysOnly) || n >= len(ids) {
+		t.Fatalf("system prefix %d tokens; the system text alone is %d, the prompt %d", n, len(sysOnly), len(ids))
+	}
+	if got := e.w.lm.(*modelLM).cache.Sink(); got != n {
+		t.Fatalf("cache sink %d, want the %d system-prompt tokens", got, n)
+	}
+	small := s
+	small.MaxKV = 2*n - 2
+	r2 := await(t, e, e.Submit(Generate{Conversation: conv, Settings: &small}), nil)
+	if r2.err == nil || !strings.Contains(r2.err.Err.Error(), "system prompt") {
+		t.Fatalf("system prompt over half the cache: %+v", r2.events)
+	}
+}
+
+func mustRender(t *testing.T, e *Engine, msgs []Message) string {
+	t.Helper()
+	s, err := e.w.tmpl.Render(msgs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -86,8 +86,8 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	if s.KeepSystem {
 		sink = max(sink, w.systemPrefix(conv, ids))
 	}
-	if s.MaxKV > 0 && sink >= s.MaxKV {
-		return nil, fmt.Errorf("max-kv-size %d: the %d-token system prompt (kept as attention sink) leaves no room; raise --max-kv-size or turn off keep-system", s.MaxKV, sink)
+	if s.MaxKV > 0 && 2*sink > s.MaxKV {
+		return nil, fmt.Errorf("max-kv-size %d: the %d-token system prompt kept as attention sink needs at most half of it; raise --max-kv-size or turn off keep-system", s.MaxKV, sink)
 	}
 
 	*touched = true
