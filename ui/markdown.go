@@ -106,16 +106,16 @@ type stream struct {
 }
 
 // update renders what changed since the last call and returns the whole
-// rendering.
-func (st *stream) update(md *markdown) string {
+// rendering; clean makes each piece safe to draw before it is rendered.
+func (st *stream) update(md *markdown, clean func(string) string) string {
 	if split := stableSplit(st.text); split > st.stableEnd {
-		if r := md.render(st.text[st.stableEnd:split]); r != "" {
+		if r := md.render(clean(st.text[st.stableEnd:split])); r != "" {
 			st.stable = append(st.stable, r)
 		}
 		st.stableEnd = split
 	}
 	parts := st.stable
-	if tail := md.render(st.text[st.stableEnd:]); tail != "" {
+	if tail := md.render(clean(st.text[st.stableEnd:])); tail != "" {
 		parts = append(parts[:len(parts):len(parts)], tail)
 	}
 	st.out = strings.Join(parts, "\n\n")

@@ -865,11 +865,11 @@ func (m *model) saveDraft(write bool) {
 }
 
 func (m *model) setNotice(s string) {
-	m.notice, m.noticeErr = s, false
+	m.notice, m.noticeErr = sanitize(s), false
 }
 
 func (m *model) setError(err error) {
-	m.notice, m.noticeErr = strings.ReplaceAll(err.Error(), "\n", " "), true
+	m.notice, m.noticeErr = sanitize(strings.ReplaceAll(err.Error(), "\n", " ")), true
 }
 
 func (m *model) displayModel() string {

@@ -11,6 +11,47 @@ import (
 
 func stripANSI(s string) string { return ansi.Strip(s) }
 
+// sanitize makes text safe to draw: a model (or a loaded file) can produce
+// control bytes such as ESC or CR that would move the terminal's cursor and
+// corrupt the screen. C0 controls become their Unicode control pictures
+// (ESC -> ␛), DEL ␡, C1 controls and bidirectional overrides U+FFFD; tabs
+// become four spaces; newlines stay.
+func sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r < 0xa0) || isBidiControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString("    ")
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune('␡')
+		case r >= 0x80 && r < 0xa0, isBidiControl(r):
+			b.WriteRune('\uFFFD')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x2028 || r == 0x2029
+}
+
 // layout sizes the editor and the conversation to the window.
 func (m *model) layout() {
 	w, h := m.width, m.height
@@ -84,7 +125,7 @@ func (m *model) renderTurn(t *turn) string {
 	var out string
 	switch t.kind {
 	case turnUser:
-		body := t.display
+		body := sanitize(t.display)
 		for _, p := range t.pastes {
 			body = strings.Replace(body, p.Label, m.theme.Paste.Render(p.Label), 1)
 		}
@@ -96,18 +137,18 @@ func (m *model) renderTurn(t *turn) string {
 		}
 		var body string
 		if t.stream != nil {
-			body = t.stream.update(m.md)
+			body = t.stream.update(m.md, sanitize)
 			if body == "" {
 				body = "  " + m.theme.Dim.Render("…")
 			}
 		} else {
-			body = m.md.render(t.content)
+			body = m.md.render(sanitize(t.content))
 		}
 		out = label + "\n" + body
 	case turnInfo:
-		out = indent(m.theme.Info.Render(ansi.Wrap(t.content, w-2, "")), "  ")
+		out = indent(m.theme.Info.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
 	case turnError:
-		out = indent(m.theme.Error.Render(ansi.Wrap(t.content, w-2, "")), "  ")
+		out = indent(m.theme.Error.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
 	}
 	if t.stream == nil {
 		t.out, t.outOK, t.outWide = out, true, w
@@ -166,10 +207,13 @@ func (m *model) noticeLine() string {
 	return ansi.Truncate(s, m.width, "…")
 }
 
-// statusLine is the live-window meter followed by speeds and memory.
+// statusLine is the live-window meter followed by speed, a stop hint while
+// answering, and memory; segments that do not fit are left out whole, in
+// that order of priority from the end.
 func (m *model) statusLine() string {
 	sep := m.theme.Dim.Render(" │ ")
-	segs := []string{m.meterView()}
+	line := m.meterView()
+	var segs []string
 	if g := m.gen; g != nil && !g.inDecode {
 		if g.prefill.Chunks > 0 {
 			segs = append(segs, fmt.Sprintf("prefill %d/%d chunks · %s tok/s",
@@ -180,10 +224,19 @@ func (m *model) statusLine() string {
 	} else if m.decodeTPS > 0 {
 		segs = append(segs, fmt.Sprintf("decode %s tok/s", m.theme.Accent.Render(fmt.Sprintf("%.1f", m.decodeTPS))))
 	}
+	if m.gen != nil {
+		segs = append(segs, m.theme.Dim.Render("Esc stop"))
+	}
 	if m.stats != nil && m.stats.MemoryBytes > 0 {
 		segs = append(segs, "mem "+formatBytes(m.stats.MemoryBytes))
 	}
-	return ansi.Truncate(m.theme.Status.Render(strings.Join(segs, sep)), m.width, "…")
+	for _, seg := range segs {
+		if lipgloss.Width(line)+lipgloss.Width(sep)+lipgloss.Width(seg) > m.width {
+			break
+		}
+		line += sep + seg
+	}
+	return ansi.Truncate(m.theme.Status.Render(line), m.width, "…")
 }
 
 // meterView renders "kv ▕██████▌   ▏ 1024/1024 live · ..." with styles; a
