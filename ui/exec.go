@@ -273,8 +273,15 @@ func (m *model) modelText() string {
 	if s.MaxKV > 0 {
 		kv = fmt.Sprint(s.MaxKV)
 	}
-	fmt.Fprintf(&b, "\nsettings /kv %s · /chunk %d · /temp %g · /topk %d · /topp %g · /minp %g · /seed %d",
-		kv, s.PrefillChunk, s.Temperature, s.TopK, s.TopP, s.MinP, s.Seed)
+	off := func(on bool, v string) string {
+		if on {
+			return v
+		}
+		return "off"
+	}
+	fmt.Fprintf(&b, "\nsettings /kv %s · /chunk %d · /temp %g · /topk %s · /topp %s · /minp %s · /seed %d",
+		kv, s.PrefillChunk, s.Temperature, off(s.TopK > 0, fmt.Sprint(s.TopK)),
+		off(s.TopP > 0 && s.TopP < 1, fmt.Sprint(s.TopP)), off(s.MinP > 0, fmt.Sprint(s.MinP)), s.Seed)
 	if s.MaxTokens > 0 {
 		fmt.Fprintf(&b, " · /max %d", s.MaxTokens)
 	}
