@@ -1,7 +1,11 @@
 package tokenizer
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -110,4 +114,38 @@ func TestStreamHoldsPartialCharacters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConcurrentEncode encodes from several goroutines at once (the word
+// cache is shared) and checks every result; run with -race.
+func TestConcurrentEncode(t *testing.T) {
+	tok := loadFixture(t, "llama3")
+	g := readGolden(t, "llama3")
+	done := make(chan error)
+	for w := 0; w < 4; w++ {
+		go func() {
+			var err error
+			for name, c := range g.Cases {
+				got := tok.Encode(mustReadCorpus(name), false)
+				if !slices.Equal(got, c.IDs) {
+					err = fmt.Errorf("%s: concurrent Encode differs", name)
+				}
+			}
+			done <- err
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// mustReadCorpus reads a corpus file from a goroutine (no *testing.T).
+func mustReadCorpus(name string) string {
+	data, err := os.ReadFile(filepath.Join("testdata", "corpus", name+".txt"))
+	if err != nil {
+		return "unreadable corpus file " + name
+	}
+	return string(data)
 }
