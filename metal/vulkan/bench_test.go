@@ -1,0 +1,108 @@
+//go:build linux
+
+package vulkan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"mlxchat/tensor"
+)
+
+// TestMatVecBandwidth measures the decode matrix-vector kernels on
+// Gemma 3n E2B shapes (set MLXCHAT_GPU_BENCH=1; it allocates ~0.8 GB). Each
+// shape cycles through enough distinct weights to defeat the GPU's L2, all
+// launches of a round recorded into one command buffer, and reports weight
+// bytes read per second. It also reports the per-op cost of recording and
+// running tiny ops.
+func TestMatVecBandwidth(t *testing.T) {
+	if os.Getenv("MLXCHAT_GPU_BENCH") == "" {
+		t.Skip("set MLXCHAT_GPU_BENCH=1 to run the bandwidth benchmark")
+	}
+	b, d := open(t)
+	t.Logf("device %+v", d.Info())
+	r := rand.New(rand.NewPCG(1, 2))
+	shapes := []struct {
+		name          string
+		out, in, bits int
+		count         int
+	}{
+		{"E2B mlp up/gate 8192x2048 q4", 8192, 2048, 4, 24},
+		{"E2B mlp down 2048x8192 q4", 2048, 8192, 4, 24},
+		{"E2B attn q 2048x2048 q4", 2048, 2048, 4, 64},
+		{"E2B lm head 262144x2048 q4", 262144, 2048, 4, 1},
+		{"8192x2048 q8", 8192, 2048, 8, 12},
+	}
+	for _, s := range shapes {
+		ws := make([]*tensor.Matrix, s.count)
+		total := 0
+		for i := range ws {
+			ws[i] = fastQuant(r, s.out, s.in, s.bits)
+			total += ws[i].Bytes()
+		}
+		x := b.Alloc(1, s.in)
+		for i := range x.F32() {
+			x.F32()[i] = float32(r.NormFloat64())
+		}
+		dst := b.Alloc(1, s.out)
+		round := func(reps int) time.Duration {
+			t0 := time.Now()
+			for range reps {
+				for _, w := range ws {
+					if err := b.MatMul(dst, x, w); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			return time.Since(t0)
+		}
+		round(1) // upload, pipelines
+		reps := max(1, 2_000_000_000/total)
+		el := round(reps)
+		bytes := float64(total) * float64(reps)
+		per := el / time.Duration(reps*len(ws))
+		msg := fmt.Sprintf("%-32s %4d launches  %7.1f us/launch  %7.1f GB/s of weights", s.name, reps*len(ws), float64(per.Nanoseconds())/1e3, bytes/el.Seconds()/1e9)
+		t.Log(msg)
+		fmt.Println("BENCH", msg)
+	}
+	x := b.Alloc(256)
+	for _, n := range []int{1, 1000} {
+		t0 := time.Now()
+		for range n {
+			if err := b.Scale(x, x, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(t0)
+		msg := fmt.Sprintf("%d tiny ops in one Sync: %v (%.1f us/op)", n, el, float64(el.Nanoseconds())/1e3/float64(n))
+		t.Log(msg)
+		fmt.Println("BENCH", msg)
+	}
+}
+
+// fastQuant makes a quantized matrix of random bits and bf16 scales (the
+// values do not matter for bandwidth).
+func fastQuant(r *rand.Rand, out, in, bits int) *tensor.Matrix {
+	w := tensor.New(tensor.U32, out, in*bits/32)
+	u := w.U32()
+	for i := range u {
+		u[i] = r.Uint32()
+	}
+	g := in / 64
+	sc := tensor.New(tensor.BF16, out, g)
+	bi := tensor.New(tensor.BF16, out, g)
+	for i := range sc.U16() {
+		sc.U16()[i] = tensor.F32ToBF16(0.01)
+		bi.U16()[i] = tensor.F32ToBF16(-0.05)
+	}
+	return &tensor.Matrix{Out: out, In: in, W: w, Scales: sc, Biases: bi, Bits: bits, GroupSize: 64}
+}
