@@ -15,6 +15,9 @@ func TestCPUBackendOnCacheViews(t *testing.T) {
 	be := cpu.New(2)
 	defer be.Close()
 	t.Run("seed scenario", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: TestSeedScenario covers it with the float64 reference")
+		}
 		specs := []LayerSpec{global(1, 8), sliding(1, 8, 512), sharedOf(sliding(1, 8, 512), 1)}
 		h := newHarness(t, specs, []int{2, 2, 2}, Options{MaxKV: 1024}, 11)
 		h.backend, h.backendTol = be, 2e-5
