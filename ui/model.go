@@ -563,9 +563,6 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 		return tea.Tick(quitArmWindow, func(time.Time) tea.Msg { return quitDisarm{seq: seq} })
 	}
 	m.quitArmed = false
-	if !m.ready {
-		return nil
-	}
 	if k.Paste {
 		return m.handlePaste(string(k.Runes))
 	}
@@ -712,6 +709,10 @@ func (m *model) submit() tea.Cmd {
 			m.setError(err)
 		}
 		m.afterEdit()
+		return nil
+	}
+	if !m.ready {
+		m.setError(fmt.Errorf("the model is still loading; your message stays here until it is ready"))
 		return nil
 	}
 	if m.gen != nil {

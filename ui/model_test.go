@@ -699,7 +699,7 @@ func TestHelpStatsModelTheme(t *testing.T) {
 }
 
 func TestLoadingView(t *testing.T) {
-	m, _ := newTestModel(t)
+	m, fe := newTestModel(t)
 	events(m, engine.ModelLoading{Stage: "downloading model.safetensors", Done: 50 << 20, Total: 100 << 20})
 	s := screen(m)
 	for _, want := range []string{"loading tiny", "downloading model.safetensors", "50%", "50.0 MB / 100.0 MB"} {
@@ -707,9 +707,13 @@ func TestLoadingView(t *testing.T) {
 			t.Errorf("loading view lacks %q:\n%s", want, s)
 		}
 	}
-	typeText(m, "early") // keys before Ready are ignored, not lost into a hidden editor
-	if m.ta.Value() != "" {
-		t.Errorf("typed into the editor while loading")
+	typeText(m, "early") // the editor takes input while the model loads
+	press(m, tea.KeyEnter)
+	if m.ta.Value() != "early" || len(fe.requests()) != 0 {
+		t.Errorf("message sent or lost while loading: %q %v", m.ta.Value(), fe.requests())
+	}
+	if s := screen(m); !strings.Contains(s, "still loading") || len(strings.Split(s, "\n")) != 30 {
+		t.Errorf("loading screen:\n%s", s)
 	}
 	events(m, engine.ModelLoading{Stage: "mapping weights"})
 	if s := screen(m); !strings.Contains(s, "mapping weights") {
@@ -718,6 +722,10 @@ func TestLoadingView(t *testing.T) {
 	ready(m)
 	if s := screen(m); !strings.Contains(s, "tiny-model is ready") {
 		t.Errorf("chat not shown after Ready:\n%s", s)
+	}
+	press(m, tea.KeyEnter)
+	if g, _ := lastOf[engine.Generate](t, fe); g.Conversation[0].Content != "early" {
+		t.Errorf("message typed while loading sent as %q", g.Conversation[0].Content)
 	}
 }
 

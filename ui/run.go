@@ -134,15 +134,22 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	p := tea.NewProgram(m, popts...)
 	_, runErr := p.Run()
-	// Every exit path saves: quit, ctx end, signal, or a recovered panic.
+	// Every exit path saves: quit, ctx end, signal, or a recovered panic
+	// (the model may then be half-updated, so a failure to snapshot it
+	// leaves the last good snapshot to be written).
+	func() {
+		defer func() { _ = recover() }()
+		m.saveDraft(false)
+	}()
 	saveErr := m.saver.flush()
 	switch {
+	case ctx.Err() != nil:
+		// The caller ended the session; the engine may have closed first.
+		return errors.Join(ctx.Err(), saveErr)
 	case m.fatal != nil:
 		return m.fatal
 	case errors.Is(runErr, tea.ErrProgramPanic):
 		return fmt.Errorf("ui crashed (conversation saved to %s): %w", m.saver.currentPath(), runErr)
-	case errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() != nil:
-		return errors.Join(ctx.Err(), saveErr)
 	case errors.Is(runErr, tea.ErrInterrupted):
 		return errors.Join(saveErr)
 	case runErr != nil:

@@ -169,8 +169,9 @@ func (m *model) View() string {
 	if m.quitting {
 		return ""
 	}
+	top := m.vp.View()
 	if !m.ready {
-		return m.loadingView()
+		top = m.loadingView()
 	}
 	rule := strings.Repeat("─", m.width)
 	if !m.vp.AtBottom() {
@@ -180,7 +181,7 @@ func (m *model) View() string {
 		}
 	}
 	return strings.Join([]string{
-		m.vp.View(),
+		top,
 		m.theme.Border.Render(rule),
 		m.ta.View(),
 		m.noticeLine(),
@@ -254,7 +255,8 @@ func (m *model) meterView() string {
 	return s
 }
 
-// loadingView is shown until the engine is ready.
+// loadingView fills the conversation area until the engine is ready; the
+// editor below already takes input.
 func (m *model) loadingView() string {
 	var b strings.Builder
 	b.WriteString(m.theme.Accent.Render("mlxchat") + "\n\n")
@@ -289,8 +291,5 @@ func (m *model) loadingView() string {
 			b.WriteString(m.theme.Dim.Render(fmt.Sprintf("  %s", formatBytes(m.load.done))))
 		}
 	}
-	if m.notice != "" {
-		b.WriteString("\n\n" + m.theme.Dim.Render(m.notice))
-	}
-	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, b.String())
+	return lipgloss.Place(m.width, m.vp.Height, lipgloss.Center, lipgloss.Center, b.String())
 }
