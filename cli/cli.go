@@ -47,7 +47,7 @@ func (c *config) flags() *flagSet {
 	c.chunk = d.PrefillChunk
 	c.repWindow = d.RepetitionWindow
 	c.sink = d.SinkTokens
-	c.backend = "cpu"
+	c.backend = ""
 	c.promptLens = []int{128, 512, 2048}
 	c.decode = 64
 	f := newFlagSet()
@@ -66,7 +66,7 @@ func (c *config) flags() *flagSet {
 	f.Int(&c.sink, "sink-tokens", 1, "a positive number of tokens", "tokens at the front that trimming never drops (default 4)")
 	f.Bool(&c.keepSystem, "keep-system", "never trim the system prompt (the sink covers it)")
 	f.Bool(&c.noLoop, "no-loop-detect", "do not stop answers that loop")
-	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default cpu)")
+	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default metal on Apple silicon, else cpu)")
 	f.Int(&c.threads, "threads", 0, "0 (all cores) or a positive count", "CPU threads; 0 = all cores")
 	f.String(&c.theme, "theme", nil, "a theme name", "TUI colour theme (dark, light, high-contrast)")
 	f.String(&c.configPath, "config", nil, "a file path", "config file (default $XDG_CONFIG_HOME/mlxchat/config.json)")

@@ -12,6 +12,7 @@ import (
 
 	"mlxchat/engine"
 	"mlxchat/engine/enginetest"
+	"mlxchat/metal"
 	"mlxchat/tensor/cpu"
 )
 
@@ -240,9 +241,21 @@ func TestBadUsage(t *testing.T) {
 
 func TestUnavailableBackend(t *testing.T) {
 	dir := tinyModel(t)
-	code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--backend", "vulkan")
-	if code != 2 || !strings.Contains(errOut, "--backend vulkan") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
+	name := ""
+	for _, n := range []string{"metal", "vulkan"} {
+		if b, err := metal.Open(n); err != nil {
+			name = n
+			break
+		} else if c, ok := b.(interface{ Close() error }); ok {
+			c.Close()
+		}
+	}
+	if name == "" {
+		t.Skip("every GPU backend is available here")
+	}
+	code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--backend", name)
+	if code != 2 || !strings.Contains(errOut, "--backend "+name) || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q: want 2 and one line naming --backend %s", code, errOut, name)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"mlxchat/engine"
+	"mlxchat/metal"
 	"mlxchat/models/hub"
 	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
@@ -30,18 +31,29 @@ type backendHandle struct {
 	close   func()
 }
 
-// openBackend opens --backend. Only the CPU backend is built in so far; the
-// GPU backends report a clear one-line error.
+// openBackend opens --backend: the CPU backend, or a GPU backend through
+// metal.Open, whose error says in one line why it is unavailable here.
 func openBackend(c *config) (*backendHandle, error) {
-	switch c.backend {
-	case "", "cpu":
+	name := c.backend
+	if name == "" {
+		name = metal.Default()
+	}
+	if name == "cpu" {
 		b := cpu.New(c.threadCount())
 		return &backendHandle{backend: b, close: b.Close}, nil
-	case "metal", "vulkan":
-		return nil, fmt.Errorf("--backend %s: not available in this build (want cpu)", c.backend)
-	default:
-		return nil, fmt.Errorf("--backend %q: want cpu, metal or vulkan", c.backend)
 	}
+	b, err := metal.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	h := &backendHandle{backend: b, close: func() {}}
+	switch cl := b.(type) {
+	case interface{ Close() error }:
+		h.close = func() { cl.Close() }
+	case interface{ Close() }:
+		h.close = cl.Close
+	}
+	return h, nil
 }
 
 // localDir returns name when it is an existing directory, else "".
