@@ -209,7 +209,7 @@ func HelpText() string {
 		{"Tab", "complete a /command"},
 		{"Ctrl+E", "expand collapsed pastes in the input"},
 		{"Esc", "stop the answer (the partial answer is kept)"},
-		{"PgUp/PgDn, wheel", "scroll the conversation"},
+		{"PgUp/PgDn, wheel", "scroll the conversation (Shift+drag selects text)"},
 		{"Ctrl+C twice", "quit"},
 	} {
 		fmt.Fprintf(&b, "  %-18s %s\n", k[0], k[1])

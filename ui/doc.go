@@ -4,8 +4,8 @@
 // never touches tensors.
 //
 // It may import engine, themes and the charm libraries; not models, kvcache,
-// tensor or metal. (Its tmux test builds the main package and uses
-// models/synth from a _test file only, to make a tiny model.)
+// tensor or metal. (Its tmux test builds the main package and
+// models/cmd/mkmodel and runs them as programs; it imports neither.)
 //
 // # Contract with main
 //
@@ -27,7 +27,8 @@
 //	})
 //
 // While a NewLoading engine loads, Run shows a progress view fed by
-// ModelLoading events; the chat opens at Ready. A load Error (request id 0
+// ModelLoading events above the editor, which already takes input (a
+// message waits there until Ready). A load Error (request id 0
 // before Ready) ends Run with that error; so does the event channel closing.
 // A quit by the user (Ctrl+C twice, /quit) returns nil; ctx ending returns
 // ctx.Err(). NO_COLOR (or Options.NoColor) drops all colours.
