@@ -10,7 +10,7 @@ import (
 
 // Attention computes softmax(scale·q·kᵀ + mask)·v per head with grouped-
 // query sharing. q and dst are [nq, hq, d]; k and v are [nk, hkv, d] with
-// hq a multiple of hkv. The mask gives absolute query and key positions;
+// hq a multiple of hkv; dst must not overlap them. The mask gives absolute query and key positions;
 // a masked key contributes nothing. Work is spread over (row, head) pairs;
 // each pair makes one pass over its keys with an online softmax.
 func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
@@ -35,6 +35,11 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	if dst.Shape[0] != nq || dst.Shape[1] != hq || dst.Shape[2] != d {
 		return fmt.Errorf("cpu attention: dst %s, want [%d %d %d]", dst, nq, hq, d)
+	}
+	for _, in := range []*tensor.Tensor{q, k, v} {
+		if overlaps(dst.Data, in.Data) {
+			return fmt.Errorf("cpu attention: dst %s overlaps an input", dst)
+		}
 	}
 	if mask.Rows != nq {
 		return fmt.Errorf("cpu attention: mask has %d rows, q has %d", mask.Rows, nq)

@@ -439,6 +439,8 @@ func TestErrors(t *testing.T) {
 		{"softcap zero", func() error { return b.Softcap(f(2, 8), f(2, 8), 0) }, "non-zero"},
 		{"copy size", func() error { return b.Copy(f(2, 8), f(2, 9)) }, "differ in size"},
 		{"copy dtypes", func() error { return b.Copy(tensor.New(tensor.I32, 2), tensor.New(tensor.U32, 2)) }, "convert"},
+		{"matmul alias", func() error { x := f(1, 64); return b.MatMul(x, x, q4) }, "overlaps"},
+		{"attention alias", func() error { q := f(3, 2, 4); return b.Attention(q, q, f(3, 1, 4), f(3, 1, 4), causal3, 1) }, "overlaps"},
 		{"nil x", func() error { return b.Scale(f(2), nil, 1) }, "nil"},
 		{"short data", func() error {
 			return b.GeluTanh(f(2), &tensor.Tensor{DType: tensor.F32, Shape: []int{2}, Data: make([]byte, 4)})

@@ -7,8 +7,8 @@ import (
 )
 
 // MatMul computes dst[n, w.Out] = x[n, w.In] · wᵀ for dense (F32, F16,
-// BF16) or affine-quantized w. Work is split over output rows, so each
-// weight row is read once for all n rows of x.
+// BF16) or affine-quantized w; dst must not overlap x. Work is split over
+// output rows, so each weight row is read once for all n rows of x.
 func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if w == nil {
 		return fmt.Errorf("cpu matmul: nil matrix")
@@ -21,6 +21,9 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	}
 	if err := checkF32("matmul", "dst", dst); err != nil {
 		return err
+	}
+	if overlaps(dst.Data, x.Data) {
+		return fmt.Errorf("cpu matmul: dst %s overlaps x %s", dst, x)
 	}
 	if lastDim(x) != w.In {
 		return fmt.Errorf("cpu matmul: x %s has rows of %d, matrix %dx%d wants %d", x, lastDim(x), w.Out, w.In, w.In)
