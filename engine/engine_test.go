@@ -613,3 +613,19 @@ func mustRender(t *testing.T, e *Engine, msgs []Message) string {
 	}
 	return s
 }
+
+// TestLoopDetection: greedy decoding of the tiny model falls into a cycle on
+// this prompt; the detector ends it, and without it the answer runs on.
+func TestLoopDetection(t *testing.T) {
+	e, _ := newTiny(t, Settings{MaxTokens: 300})
+	conv := []Message{user("the cat")}
+	d := mustDone(t, await(t, e, e.Submit(Generate{Conversation: conv}), nil))
+	if d.Reason != DoneLoop || d.Tokens >= 300 {
+		t.Fatalf("done %s after %d tokens, want loop", d.Reason, d.Tokens)
+	}
+	off := Settings{MaxTokens: 80, NoLoopDetect: true}
+	d2 := mustDone(t, await(t, e, e.Submit(Generate{Conversation: conv, Settings: &off}), nil))
+	if d2.Tokens <= d.Tokens || !strings.HasPrefix(d2.Text, d.Text) {
+		t.Fatalf("without detection: %s after %d tokens (%q), want a longer answer starting with %q", d2.Reason, d2.Tokens, d2.Text, d.Text)
+	}
+}
