@@ -223,3 +223,24 @@ func TestLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestLlama32DateFromClock renders Llama 3.2's template without date_string:
+// it then asks strftime_now for today's date, which must come from the clock.
+func TestLlama32DateFromClock(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "templates", "llama3.2.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2025, time.March, 9, 12, 0, 0, 0, time.UTC)
+	tmpl, err := New(string(src), Options{SpecialTokens: map[string]string{"bos_token": "<|begin_of_text|>"}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render([]Message{{Role: "user", Content: "hi"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "Today Date: 09 Mar 2025\n") {
+		t.Errorf("rendered prompt lacks the clock's date:\n%s", got)
+	}
+}

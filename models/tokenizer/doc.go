@@ -20,13 +20,19 @@
 // lookaround, and rejected with an error otherwise.
 //
 // Invalid UTF-8 given to Encode is replaced with U+FFFD per maximal subpart
-// (the WHATWG / Python errors="replace" convention the references use), and
-// Decode returns valid UTF-8 with the same convention. StreamDecoder turns ids
-// into text incrementally without ever emitting a broken UTF-8 sequence.
+// (the WHATWG / Python errors="replace" convention: what the references see
+// when the bytes reach them as text), and Decode returns valid UTF-8 with the
+// same convention. For byte-fallback tokens that do not form valid UTF-8 this
+// matches transformers.js; Hugging Face's Rust ByteFallback decoder instead
+// writes one U+FFFD per byte token, which would make streamed text depend on
+// where the stream was cut. StreamDecoder turns ids into text incrementally
+// without ever emitting a broken UTF-8 sequence.
 //
 // Goldens in testdata/ come from the @lenml/tokenizers JavaScript port of
-// transformers.js run under node (testdata/make_golden.mjs); the tokenizer
-// files themselves are fetched by scripts/fetch-tokenizers.sh.
+// transformers.js run under node and are checked there against Hugging Face
+// tokenizers itself (Rust, via its node bindings): testdata/make_golden.mjs.
+// The tokenizer files are fetched by scripts/fetch-tokenizers.sh; the golden
+// tests skip without them unless CI is set (TestMain then fetches them).
 //
 // This package imports only the standard library and golang.org/x/text.
 package tokenizer
