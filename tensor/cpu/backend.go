@@ -10,7 +10,8 @@ import (
 
 // Backend runs tensor ops on the host CPU. Ops complete before they
 // return. One Backend may be used from several goroutines; its helper
-// goroutines are shared by them. Call Close when done with it.
+// goroutines are shared by them. Close stops them at once; otherwise they
+// stop when the Backend is garbage collected.
 type Backend struct {
 	threads int
 	pool    *pool
@@ -31,7 +32,11 @@ func New(threads int) *Backend {
 
 // newBackend lets tests choose the portable kernels on a SIMD machine.
 func newBackend(threads int, simd bool) *Backend {
-	return &Backend{threads: threads, pool: newPool(threads), simd: simd}
+	b := &Backend{threads: threads, pool: newPool(threads), simd: simd}
+	// Helpers hold the pool, not the Backend, so a Backend nobody closed
+	// can still be collected; its helpers stop then.
+	runtime.AddCleanup(b, func(p *pool) { p.close() }, b.pool)
+	return b
 }
 
 // Threads is the number of cores the backend spreads work over.

@@ -3,8 +3,10 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"mlxchat/tensor"
 )
@@ -625,5 +627,19 @@ func TestFastMath(t *testing.T) {
 	}
 	if th := tanhf(float32(math.NaN())); th == th {
 		t.Fatal("tanhf(NaN) is not NaN")
+	}
+}
+
+func TestUnclosedBackendReleasesHelpers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		New(4)
+	}
+	for i := 0; i < 50 && runtime.NumGoroutine() > before+3; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+3 {
+		t.Fatalf("%d goroutines left from 20 dropped backends (had %d before)", n-before, before)
 	}
 }
