@@ -1,9 +1,16 @@
+//go:build cpucheck
+
+// These checks run the cache's views through package tensor/cpu. They sit
+// behind a build tag so this package's tests never depend on another
+// package's work in progress: go test -tags cpucheck ./kvcache/
+
 package kvcache
 
 import (
 	"math/rand"
 	"testing"
 
+	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
 )
 
@@ -33,9 +40,19 @@ func TestCPUBackendOnCacheViews(t *testing.T) {
 		seeds = 4
 	}
 	for seed := int64(1); seed <= seeds; seed++ {
-		h := runScheduleWith(t, rand.New(rand.NewSource(seed)), 30, false, seed, func(h *harness) { h.backend, h.backendTol = be, 2e-5 })
+		h := runScheduleWith(t, rand.New(rand.NewSource(seed)), 30, false, seed, nil, func(h *harness) { h.backend, h.backendTol = be, 2e-5 })
 		if h.checks == 0 {
 			t.Fatalf("seed %d checked no view", seed)
 		}
 	}
+}
+
+// BenchmarkDecodeStepCPU is BenchmarkDecodeStep with the CPU backend's
+// attention kernel on one thread.
+func BenchmarkDecodeStepCPU(b *testing.B) {
+	be := cpu.New(1)
+	defer be.Close()
+	benchDecode(b, func(out, q *tensor.Tensor, v View) error {
+		return be.Attention(out, q, v.K, v.V, v.Mask, 0.088)
+	})
 }

@@ -91,6 +91,12 @@
 // Stats reports bytes per layer and in total, live keys, Offset (seen),
 // trimmed positions and the windows.
 //
+// With Options.Alloc (e.g. a GPU backend's Alloc) the buffers come from the
+// backend and View tensors carry their Handle, so the backend can bind keys
+// and values in place; storage is written only by Append, so an asynchronous
+// backend that syncs before each Append never sees a row change under a
+// recorded op.
+//
 // With Options.Quantized8 rows are stored as int8 with one float32 absmax
 // scale per token and head; Append dequantizes the whole view into a
 // per-layer F32 scratch, so the API and the aliasing rules are unchanged.

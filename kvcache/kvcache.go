@@ -56,6 +56,13 @@ type Options struct {
 	// scale per token and head (about 4x less memory); views are
 	// dequantized into a per-layer scratch on every Append.
 	Quantized8 bool
+	// Alloc, when set (typically a tensor.Backend's Alloc), provides the
+	// storage: it is called with one dimension, a number of F32 elements,
+	// and the returned tensor's Data is used as raw bytes. View tensors
+	// then carry its Handle, so a GPU backend can read keys and values in
+	// place instead of staging them. A nil result or one with too little
+	// Data falls back to Go memory. Nil means Go memory.
+	Alloc func(shape ...int) *tensor.Tensor
 }
 
 // DefaultOptions returns unlimited MaxKV, a DefaultSink-token sink,
@@ -160,7 +167,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 		c.layers[i].spec = sp
 		if sp.SharedFrom < 0 {
 			c.layers[i].spec.SharedFrom = -1
-			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step)
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, opts.Alloc)
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -383,6 +390,9 @@ func (c *Cache) makeView(l *layer, w int) (View, error) {
 	}
 	if mask.KeyLen() != rows {
 		return View{}, fmt.Errorf("internal error: mask has %d keys, view %d", mask.KeyLen(), rows)
+	}
+	if ko, vo := l.st.handles(); ko != nil && vo != nil {
+		kt.Handle, vt.Handle = ko.Handle, vo.Handle
 	}
 	return View{K: kt, V: vt, Mask: mask}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"mlxchat/tensor"
-	"mlxchat/tensor/cpu"
 )
 
 func global(h, d int) LayerSpec { return LayerSpec{KVHeads: h, HeadDim: d, SharedFrom: -1} }
@@ -617,13 +616,56 @@ func TestSlidingChunkInvariance(t *testing.T) {
 	}
 }
 
+// decodeAttention is a plain float32 single-query attention over a view,
+// the work a decode step does per layer (the mask allows every key at
+// decode: the view holds exactly what the token may see).
+func decodeAttention(out, q []float32, view View, hq int) {
+	hkv, d := view.K.Shape[1], view.K.Shape[2]
+	kf, vf := view.K.F32(), view.V.F32()
+	nk := view.K.Shape[0]
+	scores := make([]float32, nk)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	for h := 0; h < hq; h++ {
+		kh := h / (hq / hkv)
+		best := float32(math.Inf(-1))
+		for j := 0; j < nk; j++ {
+			row := kf[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+			var s float32
+			for x, qv := range q[h*d : (h+1)*d] {
+				s += qv * row[x]
+			}
+			scores[j] = s * scale
+			best = max(best, scores[j])
+		}
+		var sum float32
+		for j := range scores {
+			scores[j] = float32(math.Exp(float64(scores[j] - best)))
+			sum += scores[j]
+		}
+		o := out[h*d : (h+1)*d]
+		clear(o)
+		for j := 0; j < nk; j++ {
+			w := scores[j] / sum
+			row := vf[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+			for x := range o {
+				o[x] += w * row[x]
+			}
+		}
+	}
+}
+
 // BenchmarkDecodeStep measures Begin+Append+attention+Commit for one decode
 // token at a steady live window (trimming every step), for one layer of 2
-// KV heads x 128 and 8 query heads, attention by the CPU backend on one
-// thread.
+// KV heads x 128 and 8 query heads, with the plain attention above (see
+// BenchmarkDecodeStepCPU, -tags cpucheck, for the CPU backend's kernel).
 func BenchmarkDecodeStep(b *testing.B) {
-	be := cpu.New(1)
-	defer be.Close()
+	benchDecode(b, func(out, q *tensor.Tensor, v View) error {
+		decodeAttention(out.F32(), q.F32(), v, q.Shape[1])
+		return nil
+	})
+}
+
+func benchDecode(b *testing.B, attend func(out, q *tensor.Tensor, v View) error) {
 	for _, live := range []int{1 << 10, 8 << 10, 32 << 10} {
 		for _, q8 := range []bool{false, true} {
 			name := fmt.Sprintf("live=%dk", live>>10)
@@ -657,7 +699,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := be.Attention(out, q, v.K, v.V, v.Mask, 0.088); err != nil {
+					if err := attend(out, q, v); err != nil {
 						b.Fatal(err)
 					}
 					if err := c.Commit(); err != nil {
@@ -686,5 +728,55 @@ func BenchmarkAppendOnly(b *testing.B) {
 				c.Commit()
 			}
 		})
+	}
+}
+
+// handleMark marks tensors made by countingAlloc.
+type handleMark struct{ id int }
+
+// countingAlloc hands out host tensors like a backend's Alloc, with a
+// handle, sometimes larger than asked and, every fifth call, nothing (the
+// cache must fall back to Go memory).
+type countingAlloc struct {
+	calls, given int
+}
+
+func (a *countingAlloc) alloc(shape ...int) *tensor.Tensor {
+	a.calls++
+	if a.calls%5 == 0 {
+		return nil
+	}
+	a.given++
+	n := tensor.NumElements(shape) + a.calls%3
+	t := tensor.New(tensor.F32, n)
+	t.Handle = &handleMark{a.calls}
+	return t
+}
+
+// TestAllocOption checks that storage comes from Options.Alloc, that views
+// carry its handle, and that results stay exact (random schedules).
+func TestAllocOption(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		for _, q8 := range []bool{false, true} {
+			a := &countingAlloc{}
+			runScheduleWith(t, rand.New(rand.NewSource(seed)), 30, q8, seed, func(o *Options) { o.Alloc = a.alloc }, nil)
+			if a.calls == 0 {
+				t.Fatalf("seed %d: Alloc never called", seed)
+			}
+		}
+	}
+	a := &countingAlloc{calls: 5} // the next four calls succeed
+	specs := []LayerSpec{global(2, 4), sliding(2, 4, 3)}
+	c, err := New(specs, Options{Alloc: a.alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := feed(t, c, specs, 10, 10)
+	for l, v := range views {
+		hk, ok1 := v.K.Handle.(*handleMark)
+		hv, ok2 := v.V.Handle.(*handleMark)
+		if !ok1 || !ok2 || hk == hv {
+			t.Fatalf("layer %d: view handles %v and %v, want the allocator's K and V handles", l, v.K.Handle, v.V.Handle)
+		}
 	}
 }

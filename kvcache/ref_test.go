@@ -676,12 +676,16 @@ func randomConfig(ch chooser, q8 bool) ([]LayerSpec, []int, Options) {
 // max-kv changes (raised and lowered), sink changes, refused chunks, aborts
 // and resets, checking every view against the reference.
 func runSchedule(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *harness {
-	return runScheduleWith(t, ch, steps, q8, dataSeed, nil)
+	return runScheduleWith(t, ch, steps, q8, dataSeed, nil, nil)
 }
 
-// runScheduleWith is runSchedule with a hook to configure the harness.
-func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64, setup func(*harness)) *harness {
+// runScheduleWith is runSchedule with hooks to adjust the options and to
+// configure the harness.
+func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64, optsHook func(*Options), setup func(*harness)) *harness {
 	specs, hq, opts := randomConfig(ch, q8)
+	if optsHook != nil {
+		optsHook(&opts)
+	}
 	h := newHarness(t, specs, hq, opts, dataSeed)
 	if setup != nil {
 		setup(h)

@@ -29,17 +29,22 @@ type store struct {
 	step       int // capacity granularity in rows
 
 	k, v    []byte
+	kt, vt  *tensor.Tensor // owners of k and v when alloc made them (nil otherwise)
 	capRows int
 	s       int
 	h, m    int
 	segs    []tensor.Span
 
 	// scratch receives dequantized rows when q8 is set.
-	sk, sv []byte
+	sk, sv   []byte
+	skt, svt *tensor.Tensor
+
+	// alloc, when set, provides the buffers (Options.Alloc).
+	alloc func(shape ...int) *tensor.Tensor
 }
 
-func newStore(heads, dim int, q8 bool, step int) *store {
-	st := &store{heads: heads, dim: dim, q8: q8, step: step}
+func newStore(heads, dim int, q8 bool, step int, alloc func(shape ...int) *tensor.Tensor) *store {
+	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc}
 	if q8 {
 		// Per row: one float32 absmax scale per head, then heads*dim int8.
 		st.rowBytes = heads*4 + heads*dim
@@ -60,7 +65,7 @@ func (st *store) bytes() int64 {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step}
+	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc}
 }
 
 // dropOldest removes the d oldest ring rows (never sink rows). d <= m.
@@ -92,8 +97,8 @@ func (st *store) dropNewest(d int) {
 // linearizing the ring (h becomes 0).
 func (st *store) realloc(newCap int) {
 	rb := st.rowBytes
-	nk := make([]byte, newCap*rb)
-	nv := make([]byte, newCap*rb)
+	nk, nkt := st.newBuf(newCap * rb)
+	nv, nvt := st.newBuf(newCap * rb)
 	for _, p := range [2]struct{ dst, src []byte }{{nk, st.k}, {nv, st.v}} {
 		copy(p.dst, p.src[:st.s*rb])
 		if st.m > 0 {
@@ -103,7 +108,7 @@ func (st *store) realloc(newCap int) {
 			copy(p.dst[(st.s+first)*rb:], p.src[st.s*rb:(st.s+st.m-first)*rb])
 		}
 	}
-	st.k, st.v, st.capRows, st.h = nk, nv, newCap, 0
+	st.k, st.v, st.kt, st.vt, st.capRows, st.h = nk, nv, nkt, nvt, newCap, 0
 }
 
 // setSink moves the boundary between sink and ring so that the sink holds
@@ -267,8 +272,9 @@ func (st *store) view() (k, v []byte, spans []tensor.Span) {
 	if st.q8 {
 		f := rows * st.heads * st.dim * 4
 		if cap(st.sk) < f {
-			st.sk = make([]byte, f, roundUp(rows, st.step)*st.heads*st.dim*4)
-			st.sv = make([]byte, f, cap(st.sk))
+			c := roundUp(rows, st.step) * st.heads * st.dim * 4
+			st.sk, st.skt = st.newBuf(c)
+			st.sv, st.svt = st.newBuf(c)
 		}
 		st.sk, st.sv = st.sk[:f], st.sv[:f]
 		st.decode(st.sk, k, rows)
@@ -282,8 +288,28 @@ func (st *store) view() (k, v []byte, spans []tensor.Span) {
 // than the live rows need.
 func (st *store) releaseScratch() {
 	if st.q8 && cap(st.sk) > 2*max(st.live(), st.step)*st.heads*st.dim*4 {
-		st.sk, st.sv = nil, nil
+		st.sk, st.sv, st.skt, st.svt = nil, nil, nil, nil
 	}
+}
+
+// newBuf returns n bytes for storage, from alloc when set (the tensor it
+// came from is returned so its handle stays reachable), else from make.
+func (st *store) newBuf(n int) ([]byte, *tensor.Tensor) {
+	if st.alloc != nil && n > 0 {
+		if t := st.alloc((n + 3) / 4); t != nil && len(t.Data) >= n {
+			return t.Data[:n:n], t
+		}
+	}
+	return make([]byte, n), nil
+}
+
+// handles returns the owners of the bytes view() hands out (nil when they
+// came from make), so views can carry the backend handle.
+func (st *store) handles() (k, v *tensor.Tensor) {
+	if st.q8 {
+		return st.skt, st.svt
+	}
+	return st.kt, st.vt
 }
 
 func roundUp(n, step int) int {
