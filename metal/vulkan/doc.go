@@ -1,9 +1,22 @@
 // Package vulkan is the Linux GPU host: it loads libvulkan.so.1 at run time
 // through purego (no cgo), creates an instance, a device and a compute
 // queue, makes pipelines from the committed SPIR-V of metal/kernels, and
-// implements gpu.Driver with host-visible buffers and one command buffer per
-// Sync. Open returns the resulting tensor.Backend ("vulkan"); on Mesa's
-// lavapipe it runs the same kernels CI checks against the CPU reference.
+// implements gpu.Driver with host-visible buffers (device-local where the
+// device offers it), device-local weights uploaded once, and one command
+// buffer per Sync. Open returns the resulting backend ("vulkan").
 //
-// It may import tensor, metal/gpu, metal/kernels and purego.
+// Its tests run every kernel on whatever Vulkan device is present (Mesa's
+// lavapipe in CI, subgroup size 8) and compare it with float64 references
+// and with tensor/cpu, then run a whole tiny Gemma 3n on both backends. They
+// skip without a device unless CI=true. Benchmarks for a real GPU:
+//
+//	MLXCHAT_GPU_BENCH=1 go test ./metal/vulkan -run MatVecBandwidth -v
+//	go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b
+//	MLXCHAT_E2B_DIR=/tmp/e2b go test ./metal/vulkan -run E2BDecode -v
+//	go test ./metal/vulkan -run '^$' -bench Record
+//
+// MLXCHAT_VULKAN_DEVICE=N picks the N-th physical device.
+//
+// It may import tensor, metal/gpu, metal/kernels and purego (tests also
+// import tensor/cpu, models and kvcache).
 package vulkan
