@@ -48,7 +48,7 @@ func TestChunkedPrefillMatchesOneShot(t *testing.T) {
 		chunks []int
 	}{
 		{150, []int{1, 7, 64}},
-		{700, []int{512, 64}},
+		{520, []int{512, 64}},
 	} {
 		ids := randomIDs(uint64(tc.prompt), tc.prompt, vocab)
 		want, _ := prefill(t, m, kvcache.DefaultOptions(), ids, tc.prompt)
