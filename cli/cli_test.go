@@ -284,3 +284,22 @@ func TestChatLoadFailureIsOneLine(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want 1 and one line naming the model", code, errOut)
 	}
 }
+
+func TestFormatStats(t *testing.T) {
+	tests := []struct {
+		name string
+		s    engine.Stats
+		want string
+	}{
+		{"fresh", engine.Stats{PromptTokens: 10}, "prompt 10 tokens, "},
+		{"reused", engine.Stats{PromptTokens: 10, ReusedTokens: 6}, "prompt 10 tokens (6 cached), "},
+		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 200}, "prompt 300 tokens (280 cached, 200 of them trimmed), "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := formatStats(tc.s, engine.DoneStop); !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("formatStats = %q, want prefix %q", got, tc.want)
+			}
+		})
+	}
+}

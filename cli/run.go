@@ -106,7 +106,11 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 func formatStats(s engine.Stats, reason engine.DoneReason) string {
 	prompt := fmt.Sprintf("prompt %d tokens", s.PromptTokens)
 	if s.ReusedTokens > 0 {
-		prompt += fmt.Sprintf(" (%d cached)", s.ReusedTokens)
+		if s.ReusedTrimmed > 0 {
+			prompt += fmt.Sprintf(" (%d cached, %d of them trimmed)", s.ReusedTokens, s.ReusedTrimmed)
+		} else {
+			prompt += fmt.Sprintf(" (%d cached)", s.ReusedTokens)
+		}
 	}
 	return fmt.Sprintf("%s, %.1f tok/s · decode %d tokens, %.1f tok/s · first token %s · kv %s · rss %s · %s",
 		prompt, s.PromptTokPerSec, s.DecodeTokens, s.DecodeTokPerSec,

@@ -164,11 +164,17 @@ type Request interface{ isRequest() }
 
 // Generate asks for the assistant's next answer to Conversation (which ends
 // with the user's turn). The engine renders the chat template over the whole
-// conversation and prefills only the tokens that are not already in the
-// cache: when the cached tokens are a prefix of the new prompt and nothing
-// was trimmed since they were cached, only the suffix is run; otherwise the
-// cache is reset and the whole prompt is prefilled (the Stats event reports
-// how many tokens were reused).
+// conversation and prefills only the tokens it has not fed yet: when the
+// token history fed to the cache (trimmed tokens included) is a prefix of
+// the new prompt, the cache is continued and only the suffix is run, also
+// after trims (the cache then holds the sink and the recent window, and the
+// first chunks trim further as usual). The cache is reset and the whole
+// prompt prefilled when the history diverges (edited turns, another system
+// prompt, Reset), after an Error, when the prompt adds nothing, or when the
+// cache trimmed under a lower MaxKV than the one now in force (a full
+// prefill then restores the context the new cap has room for). The Stats
+// event reports how many tokens were reused and how many of those had been
+// trimmed.
 type Generate struct {
 	Conversation []Message
 	// Settings overrides the engine's current settings for this request
@@ -292,7 +298,8 @@ type CacheState struct {
 type Stats struct {
 	Header
 	PromptTokens     int // tokens of the rendered prompt
-	ReusedTokens     int // of those, tokens reused from the cache
+	ReusedTokens     int // of those, tokens already fed to the cache (not prefilled again)
+	ReusedTrimmed    int // of the reused tokens, how many had been trimmed before this request (no longer attended)
 	PrefillTokens    int // of those, tokens actually prefilled
 	PromptTokPerSec  float64
 	DecodeTokens     int

@@ -5,13 +5,19 @@
 //
 // The API (settings, requests, events, delivery policy) is in api.go.
 //
-// Prefix reuse: the engine remembers the token ids whose keys and values
-// the cache holds. A new Generate re-renders the whole conversation; when
-// those ids are a proper prefix of the new prompt and the cache never
-// trimmed, only the suffix is prefilled. Otherwise (history edited, the
-// answer re-tokenized differently, a trim happened, or the prompt is
-// identical) the cache is reset and the whole prompt is prefilled. Stats
-// and PrefillProgress report how many tokens were reused.
+// Prefix reuse: the engine remembers every token id it has fed to the
+// cache since the cache was last emptied, trimmed ones included. A new
+// Generate re-renders the whole conversation; when that history is a proper
+// prefix of the new prompt, the cache is continued and only the suffix is
+// prefilled. This holds after trims too: the trimmed cache (attention sink
+// plus the recent window, at their absolute positions) is a valid state to
+// continue from, as in mlx-lm's rotating cache and llama.cpp's context
+// shift, and re-prefilling a long document would only trim it again.
+// Otherwise (history edited, the answer re-tokenized differently, another
+// system prompt, the prompt identical, an earlier error, or the cache
+// trimmed under a lower MaxKV than the current one) the cache is reset and
+// the whole prompt is prefilled. Stats (ReusedTokens, ReusedTrimmed) and
+// PrefillProgress report the reuse.
 //
 // MaxKV is enforced by kvcache at the start of every chunk (prefill chunks
 // are clamped to kvcache's MaxChunk, decode steps are chunks of one); the

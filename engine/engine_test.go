@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ type watchModel struct {
 	delay     time.Duration
 	failAt    int  // 1-based Forward call that fails; 0 = never
 	panicking bool // the failing call panics instead of returning an error
+	nonFinite int  // Forward calls whose logits held NaN or Inf
 }
 
 func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*tensor.Tensor, error) {
@@ -78,7 +80,24 @@ func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*ten
 		}
 		return nil, fmt.Errorf("injected fault in forward call %d", call)
 	}
-	return w.Model.Forward(c, ids, lastOnly)
+	logits, err := w.Model.Forward(c, ids, lastOnly)
+	if err == nil && logits != nil && logits.DType == tensor.F32 {
+		for _, v := range logits.F32() {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				w.mu.Lock()
+				w.nonFinite++
+				w.mu.Unlock()
+				break
+			}
+		}
+	}
+	return logits, err
+}
+
+func (w *watchModel) nonFiniteCalls() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nonFinite
 }
 
 func (w *watchModel) count() int {
@@ -335,12 +354,99 @@ func TestTrimMidPrefill(t *testing.T) {
 	if last.Trimmed == 0 || last.Seen != last.Live+last.Trimmed {
 		t.Fatalf("final cache state %+v: want trimmed > 0 and seen = live + trimmed", last)
 	}
-	// The cache was trimmed, so the next turn cannot reuse it.
-	conv = append(conv, assistant(d.Text), user("why"))
-	r2 := await(t, e, e.Submit(Generate{Conversation: conv}), nil)
-	mustDone(t, r2)
-	if r2.stats.ReusedTokens != 0 {
-		t.Fatalf("reused %d tokens of a trimmed cache", r2.stats.ReusedTokens)
+}
+
+// TestContinueAfterTrim: turn 1 overflows a small MaxKV and trims; turn 2
+// continues the trimmed cache, forwarding only its new suffix (by the
+// model's own count), with the live window under the cap and finite logits
+// throughout. Diverging history, another system prompt and a raised cap
+// fall back to a full prefill.
+func TestContinueAfterTrim(t *testing.T) {
+	const maxKV, chunk = 40, 12
+	s := Settings{MaxKV: maxKV, PrefillChunk: chunk, MaxTokens: 12, NoLoopDetect: true}
+	e, wm := newTiny(t, s)
+	conv := []Message{user(longPrompt())}
+	// Turn 1 samples one token, which is never fed: the cache holds exactly
+	// the prompt, so any answer text continues it (the random tiny model's
+	// own answers need not re-tokenize to the ids it sampled).
+	one := s
+	one.MaxTokens = 1
+	r1 := await(t, e, e.Submit(Generate{Conversation: conv, Settings: &one}), nil)
+	mustDone(t, r1)
+	end1 := r1.states[len(r1.states)-1]
+	if end1.Trimmed == 0 || end1.Seen != r1.stats.PromptTokens {
+		t.Fatalf("turn 1 did not trim or fed more than its prompt: %+v", end1)
+	}
+
+	conv2 := append(append([]Message(nil), conv...), assistant("it is happy."), user("why is it happy"))
+	before := wm.count()
+	r2 := await(t, e, e.Submit(Generate{Conversation: conv2}), nil)
+	d2 := mustDone(t, r2)
+	st := r2.stats
+	if st.ReusedTokens != end1.Seen || st.ReusedTrimmed != end1.Trimmed {
+		t.Fatalf("turn 2 stats %+v: want %d reused of which %d trimmed (turn 1 ended at %+v)", *st, end1.Seen, end1.Trimmed, end1)
+	}
+	suffix := st.PromptTokens - st.ReusedTokens
+	if suffix <= 0 || suffix >= 40 || st.PrefillTokens != suffix {
+		t.Fatalf("turn 2 prefilled %d of %d prompt tokens (reused %d), want only the short suffix", st.PrefillTokens, st.PromptTokens, st.ReusedTokens)
+	}
+	decodeSteps := d2.Tokens
+	if d2.Reason == DoneMaxTokens {
+		decodeSteps-- // the last sampled token is never forwarded
+	}
+	if got := wm.count() - before; got != suffix+decodeSteps {
+		t.Fatalf("turn 2 forwarded %d tokens, want the %d-token suffix + %d decode steps", got, suffix, decodeSteps)
+	}
+	if len(r2.prefills) == 0 || r2.prefills[0].Reused != st.ReusedTokens || r2.prefills[len(r2.prefills)-1].Total != suffix {
+		t.Fatalf("prefill progress %+v does not report the reuse", r2.prefills)
+	}
+	if len(r2.trims) == 0 || r2.trims[0].LiveBefore != end1.Live {
+		t.Fatalf("turn 2 trims %+v: the first should start from turn 1's %d live keys", r2.trims, end1.Live)
+	}
+	prevTrimmed := end1.Trimmed
+	for _, cs := range r2.states {
+		if cs.Live > maxKV || cs.Seen != cs.Live+cs.Trimmed || cs.Trimmed < prevTrimmed {
+			t.Fatalf("turn 2 cache state %+v: want live <= %d, seen = live + trimmed, trimmed growing from %d", cs, maxKV, prevTrimmed)
+		}
+		prevTrimmed = cs.Trimmed
+	}
+	if last := r2.states[len(r2.states)-1]; last.Seen != end1.Seen+suffix+decodeSteps {
+		t.Fatalf("turn 2 ends at %+v, want %d seen", last, end1.Seen+suffix+decodeSteps)
+	}
+	if d2.Tokens == 0 || wm.nonFiniteCalls() != 0 {
+		t.Fatalf("turn 2 generated %d tokens; %d forward calls returned non-finite logits", d2.Tokens, wm.nonFiniteCalls())
+	}
+
+	fullPrefill := func(name string, conv []Message, set *Settings) {
+		t.Helper()
+		r := await(t, e, e.Submit(Generate{Conversation: conv, Settings: set}), nil)
+		mustDone(t, r)
+		if r.stats.ReusedTokens != 0 || r.stats.PrefillTokens != r.stats.PromptTokens {
+			t.Fatalf("%s: stats %+v, want a full prefill", name, *r.stats)
+		}
+		if cs := r.states[0]; cs.Seen > chunk {
+			t.Fatalf("%s: first cache state %+v, want the cache reset before prefill", name, cs)
+		}
+	}
+	// Edited history after a trim: the fed tokens no longer match.
+	edited := append([]Message{user("the dog" + longPrompt())}, conv2[1:]...)
+	fullPrefill("edited history", edited, nil)
+	// Another system prompt changes the front of the prompt.
+	sys := one
+	sys.System = "be brief"
+	fullPrefill("system prompt", edited, &sys)
+	// A raised cap: the trimmed tokens now fit, so they are prefilled again
+	// although the fed history (the last prompt; its one sampled token was
+	// not fed) is a prefix of this one.
+	more := append(append([]Message(nil), edited...), assistant("ok"), user("more"))
+	raised := sys
+	raised.MaxKV = 4 * maxKV
+	fullPrefill("raised cap", more, &raised)
+	off := raised
+	off.MaxKV = 0
+	fullPrefill("cap off", append(more, assistant("ok"), user("all")), &off)
+	if cs := e.w.cacheState(); cs.Trimmed != 0 || cs.Live != cs.Seen {
+		t.Fatalf("after /kv off: %+v, want every token live", cs)
 	}
 }
 

@@ -100,11 +100,10 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	}
 	cs, _ := w.lm.state()
 	reuse := 0
-	if cs.Trimmed == 0 && len(w.cached) < len(ids) && hasPrefix(ids, w.cached) && cs.Seen == len(w.cached) {
+	if w.canContinue(ids, cs, s.MaxKV) {
 		reuse = len(w.cached)
+		g.stats.ReusedTrimmed = cs.Trimmed
 	} else if cs.Seen > 0 || len(w.cached) > 0 {
-		// The history changed, or the cache trimmed tokens this prompt
-		// needs: start over.
 		if err := w.reset(); err != nil {
 			return nil, err
 		}
@@ -120,6 +119,23 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 		return &Done{Reason: DoneCancelled}, nil
 	}
 	return g.decode(ids, logits)
+}
+
+// canContinue reports whether the cache can be continued for the prompt
+// ids by prefilling only what follows the fed history: the history must be
+// a proper prefix of ids and match the cache's count. A trimmed cache
+// (sink + recent window) is continued too, as mlx-lm's rotating cache and
+// llama.cpp's context shift do, since a full prefill would only trim the
+// same tokens again, unless the cap has since been raised or turned off:
+// then a full prefill restores the context the user now has room for.
+func (w *worker) canContinue(ids []int32, cs CacheState, maxKV int) bool {
+	if len(w.cached) == 0 || len(w.cached) >= len(ids) || cs.Seen != len(w.cached) || !hasPrefix(ids, w.cached) {
+		return false
+	}
+	if cs.Trimmed > 0 && (maxKV == 0 || maxKV > w.trimCap) {
+		return false
+	}
+	return true
 }
 
 // systemPrefix is the number of leading prompt tokens that belong to the
@@ -166,6 +182,7 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 			return nil, false, fmt.Errorf("prefill chunk %d/%d: %w", i+1, chunks, err)
 		}
 		if tr.Dropped > 0 {
+			w.trimCap = s.MaxKV
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "prefill"})
 		}
 		w.cached = append(w.cached, part...)
@@ -239,6 +256,7 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 			return nil, fmt.Errorf("decode step %d: %w", steps+1, err)
 		}
 		if tr.Dropped > 0 {
+			w.trimCap = s.MaxKV
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "decode"})
 		}
 		steps++

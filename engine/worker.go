@@ -46,6 +46,9 @@ type worker struct {
 	// cached is every token id appended to the cache since it was last
 	// emptied, in order (trimmed ones included).
 	cached []int32
+	// trimCap is the MaxKV in force at the cache's last trim (meaningful
+	// while the cache's Trimmed count is above zero).
+	trimCap int
 }
 
 func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelInfo, opts Options) (*worker, error) {

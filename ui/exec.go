@@ -241,8 +241,12 @@ func (m *model) statsText() string {
 		fmt.Fprintf(&b, "\n       %d of %d tokens seen are no longer attended (trimmed to fit the cap)", m.meter.Trimmed, m.meter.Seen)
 	}
 	if s := m.stats; s != nil {
-		fmt.Fprintf(&b, "\nprompt %d tokens (%d reused, %d prefilled) at %.1f tok/s, first token after %s",
-			s.PromptTokens, s.ReusedTokens, s.PrefillTokens, s.PromptTokPerSec, s.TimeToFirstToken.Round(1e6))
+		reused := fmt.Sprintf("%d reused", s.ReusedTokens)
+		if s.ReusedTrimmed > 0 {
+			reused += fmt.Sprintf(" of which %d were already trimmed", s.ReusedTrimmed)
+		}
+		fmt.Fprintf(&b, "\nprompt %d tokens (%s, %d prefilled) at %.1f tok/s, first token after %s",
+			s.PromptTokens, reused, s.PrefillTokens, s.PromptTokPerSec, s.TimeToFirstToken.Round(1e6))
 		fmt.Fprintf(&b, "\ndecode %d tokens at %.1f tok/s in %s", s.DecodeTokens, s.DecodeTokPerSec, s.DecodeTime.Round(1e6))
 		fmt.Fprintf(&b, "\nmemory %s (kv cache %s)", formatBytes(s.MemoryBytes), formatBytes(s.KVBytes))
 	} else {

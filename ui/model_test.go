@@ -890,3 +890,46 @@ func TestControlBytesInAnswer(t *testing.T) {
 		t.Errorf("control bytes not shown as pictures:\n%s", s)
 	}
 }
+
+// TestStatsAfterContinuedTurn: /stats tells how much of the reused prompt
+// had already been trimmed, and the meter's trimmed count.
+func TestStatsAfterContinuedTurn(t *testing.T) {
+	tests := []struct {
+		name  string
+		stats engine.Stats
+		want  []string
+		not   []string
+	}{
+		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 220, PrefillTokens: 20},
+			[]string{"prompt 300 tokens (280 reused of which 220 were already trimmed, 20 prefilled)", "220 of 300 tokens seen are no longer attended"}, nil},
+		{"plain reuse", engine.Stats{PromptTokens: 50, ReusedTokens: 30, PrefillTokens: 20},
+			[]string{"prompt 50 tokens (30 reused, 20 prefilled)"}, []string{"already trimmed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 140, Height: 60})
+			ready(m)
+			_, id := send(t, m, fe, "hello")
+			st := tc.stats
+			st.Header = hdr(id, time.Second)
+			events(m,
+				engine.CacheState{Header: hdr(id, time.Second), Live: 64, Max: 64, Seen: st.PromptTokens, Trimmed: st.ReusedTrimmed},
+				st,
+				engine.Done{Header: hdr(id, time.Second), Reason: engine.DoneStop, Text: "ok"})
+			typeText(m, "/stats")
+			press(m, tea.KeyEnter)
+			s := screen(m)
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("%q not on screen:\n%s", w, s)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(s, w) {
+					t.Errorf("%q on screen:\n%s", w, s)
+				}
+			}
+		})
+	}
+}
