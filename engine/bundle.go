@@ -96,6 +96,9 @@ func (a tokAdapter) Encode(text string) ([]int32, error) { return a.t.Encode(tex
 
 func (a tokAdapter) NewStream() StreamDecoder { return tokenizer.NewStreamDecoder(a.t) }
 
+// IsSpecial reports the tokenizer.json added tokens marked special.
+func (a tokAdapter) IsSpecial(id int32) bool { return a.t.IsSpecial(id) }
+
 // New returns an engine for a loaded model with its tokenizer and chat
 // template; stop tokens come from the model (and opts.StopTokens).
 func New(model models.Model, tok Tokenizer, tmpl Template, opts Options) (*Engine, error) {

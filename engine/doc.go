@@ -24,6 +24,10 @@
 // engine reports each trim as a Trim event and the live window as
 // CacheState after every chunk and step.
 //
+// Answer text: sampled ids go through the tokenizer's streaming decoder,
+// except control tokens (SpecialTokens: <start_of_turn>, <pad>, ...), which
+// are fed back to the model but never shown; stop tokens end the answer.
+//
 // Sampling (sample.go) applies repetition penalty, then temperature
 // (0 = greedy), top-k, top-p and min-p, with a per-request PCG generator
 // seeded from Settings.Seed. stop.go holds back text that may start a stop

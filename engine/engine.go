@@ -16,6 +16,14 @@ type Tokenizer interface {
 	NewStream() StreamDecoder
 }
 
+// SpecialTokens is implemented by a Tokenizer that can tell control
+// tokens (<bos>, <start_of_turn>, <pad>, ...) from text. The engine never
+// detokenizes such tokens into an answer; a Tokenizer without it has every
+// token shown.
+type SpecialTokens interface {
+	IsSpecial(id int32) bool
+}
+
 // StreamDecoder turns token ids into text incrementally: Add returns the
 // text that is complete after id (holding back partial UTF-8), Flush the
 // rest at the end of the answer.

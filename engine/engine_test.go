@@ -14,6 +14,7 @@ import (
 	"mlxchat/engine/enginetest"
 	"mlxchat/kvcache"
 	"mlxchat/models"
+	"mlxchat/models/tokenizer"
 	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
 )
@@ -62,6 +63,10 @@ type watchModel struct {
 	failAt    int  // 1-based Forward call that fails; 0 = never
 	panicking bool // the failing call panics instead of returning an error
 	nonFinite int  // Forward calls whose logits held NaN or Inf
+	// force maps a 1-based Forward call to a token id made the clear
+	// argmax of its last logits row (a model that emits that token next).
+	force map[int]int32
+	fed   [][]int32 // ids of every Forward call, in order
 }
 
 func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*tensor.Tensor, error) {
@@ -69,6 +74,8 @@ func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*ten
 	w.calls++
 	call := w.calls
 	w.forwarded += len(ids)
+	w.fed = append(w.fed, append([]int32(nil), ids...))
+	forced, doForce := w.force[call]
 	delay := w.delay
 	fail := w.failAt == call
 	w.mu.Unlock()
@@ -81,6 +88,11 @@ func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*ten
 		return nil, fmt.Errorf("injected fault in forward call %d", call)
 	}
 	logits, err := w.Model.Forward(c, ids, lastOnly)
+	if err == nil && doForce {
+		row := logits.F32()
+		row = row[len(row)-w.Config().VocabSize:]
+		row[forced] = 1e4
+	}
 	if err == nil && logits != nil && logits.DType == tensor.F32 {
 		for _, v := range logits.F32() {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -733,5 +745,52 @@ func TestLoopDetection(t *testing.T) {
 	d2 := mustDone(t, await(t, e, e.Submit(Generate{Conversation: conv, Settings: &off}), nil))
 	if d2.Tokens <= d.Tokens || !strings.HasPrefix(d2.Text, d.Text) {
 		t.Fatalf("without detection: %s after %d tokens (%q), want a longer answer starting with %q", d2.Reason, d2.Tokens, d2.Text, d.Text)
+	}
+}
+
+// TestSpecialTokensHidden: control tokens the model emits mid-answer
+// (<start_of_turn>, <pad>, <bos>) are fed back but never shown; the answer
+// is the decoding of the other tokens. Stop tokens still end it.
+func TestSpecialTokensHidden(t *testing.T) {
+	e, wm := newTiny(t, Settings{MaxTokens: 20, NoLoopDetect: true})
+	// Call 1 is the prompt; calls 2.. feed one sampled token each and their
+	// logits choose the next one.
+	wm.force = map[int]int32{
+		2: enginetest.StartOfTurnID,
+		3: enginetest.PadID,
+		5: enginetest.BOSID,
+		7: enginetest.EOSID,
+	}
+	r := await(t, e, e.Submit(Generate{Conversation: []Message{user("hello")}}), nil)
+	d := mustDone(t, r)
+	if d.Reason != DoneStop || d.Tokens != 6 {
+		t.Fatalf("done %s after %d tokens, want stop after 6", d.Reason, d.Tokens)
+	}
+	wm.mu.Lock()
+	var answer []int32
+	for _, ids := range wm.fed[1:] {
+		answer = append(answer, ids...)
+	}
+	wm.mu.Unlock()
+	if len(answer) != 6 || answer[1] != enginetest.StartOfTurnID || answer[2] != enginetest.PadID || answer[4] != enginetest.BOSID {
+		t.Fatalf("fed answer ids %v, want the forced control tokens at 1, 2 and 4", answer)
+	}
+	tk, err := tokenizer.LoadDir(tinyModelDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []int32
+	for _, id := range answer {
+		if !tk.IsSpecial(id) {
+			plain = append(plain, id)
+		}
+	}
+	if want := tk.Decode(plain); d.Text != want {
+		t.Fatalf("answer %q, want %q (the decoding without control tokens)", d.Text, want)
+	}
+	for _, ctl := range []string{"<start_of_turn>", "<pad>", "<bos>", "<eos>"} {
+		if strings.Contains(d.Text, ctl) {
+			t.Fatalf("answer %q shows %s", d.Text, ctl)
+		}
 	}
 }

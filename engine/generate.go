@@ -235,7 +235,14 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		}
 		g.generated++
 		history = append(history, tok)
-		text, stopped := matcher.add(stream.Add(tok))
+		piece := ""
+		if !w.isSpecial(tok) {
+			// Control tokens (<start_of_turn>, <pad>, ...) are fed back to
+			// the model but never shown: the answer text is what Hugging
+			// Face's decode with skip_special_tokens gives.
+			piece = stream.Add(tok)
+		}
+		text, stopped := matcher.add(piece)
 		g.emitText(text)
 		if stopped {
 			return finish(DoneStopString), nil

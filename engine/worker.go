@@ -69,6 +69,13 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 	return w, nil
 }
 
+// isSpecial reports whether id is a control token that the answer text
+// leaves out (see SpecialTokens).
+func (w *worker) isSpecial(id int32) bool {
+	st, ok := w.tok.(SpecialTokens)
+	return ok && st.IsSpecial(id)
+}
+
 // cacheState is the current meter as an event.
 func (w *worker) cacheState() CacheState {
 	cs, _ := w.lm.state()
