@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"mlxchat/engine"
+	"mlxchat/ui"
 )
 
 // Version is the release version; builds may set it with
@@ -38,7 +39,8 @@ type config struct {
 	system, backend, theme, configPath, promptFile, prompt          string
 	keepSystem, noLoop, help, quiet                                 bool
 	promptLens                                                      []int
-	stop                                                            string
+	stops                                                           []string
+	stopsFromFlags                                                  bool
 }
 
 // flags registers every flag on a new flagSet bound to c.
@@ -61,7 +63,16 @@ func (c *config) flags() *flagSet {
 	f.Int(&c.repWindow, "repetition-window", 1, "a positive number of tokens", "tokens the repetition penalty looks back over (default 64)")
 	f.Uint(&c.seed, "seed", "a non-negative integer", "random seed for sampling (same seed, same answer)")
 	f.Int(&c.maxTokens, "max-tokens", 0, "0 (no limit) or a positive count", "stop the answer after this many tokens; 0 = no limit")
-	f.String(&c.stop, "stop", nil, "a string", "stop the answer when this text appears")
+	f.add(&flagSpec{name: "stop", want: "a non-empty string", usage: "stop the answer when this text appears (repeatable)", set: func(v string) error {
+		if v == "" {
+			return fmt.Errorf("want a non-empty string")
+		}
+		if !c.stopsFromFlags {
+			c.stops, c.stopsFromFlags = nil, true // flags replace the config's list
+		}
+		c.stops = append(c.stops, v)
+		return nil
+	}})
 	f.String(&c.system, "system", nil, "a string", "system prompt")
 	f.Int(&c.sink, "sink-tokens", 1, "a positive number of tokens", "tokens at the front that trimming never drops (default 4)")
 	f.Bool(&c.keepSystem, "keep-system", "never trim the system prompt (the sink covers it)")
@@ -69,7 +80,7 @@ func (c *config) flags() *flagSet {
 	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default metal on Apple silicon, else cpu)")
 	f.Int(&c.threads, "threads", 0, "0 (all cores) or a positive count", "CPU threads; 0 = all cores")
 	f.String(&c.theme, "theme", nil, "a theme name", "TUI colour theme (dark, light, high-contrast)")
-	f.String(&c.configPath, "config", nil, "a file path", "config file (default $XDG_CONFIG_HOME/mlxchat/config.json)")
+	f.String(&c.configPath, "config", nil, "a file path", "JSON config file with defaults for every command (max_kv_size, temp, ...; flags override them) and the chat's theme (default $XDG_CONFIG_HOME/mlxchat/config.json)")
 	f.String(&c.promptFile, "prompt-file", nil, "a file path", "run: read the prompt from this file ('-' = stdin)")
 	f.String(&c.prompt, "prompt", nil, "a string", "run: the prompt text")
 	f.Bool(&c.quiet, "quiet", "run: print only the answer, no stats")
@@ -100,10 +111,28 @@ func (c *config) settings() engine.Settings {
 		KeepSystem:        c.keepSystem,
 		NoLoopDetect:      c.noLoop,
 	}
-	if c.stop != "" {
-		s.StopStrings = []string{c.stop}
+	if len(c.stops) > 0 {
+		s.StopStrings = append([]string(nil), c.stops...)
 	}
 	return s
+}
+
+// useDefaults sets the flag values from s (the config file's defaults), so
+// flags parsed afterwards override them.
+func (c *config) useDefaults(s engine.Settings) {
+	c.maxKV, c.chunk, c.temp, c.topK, c.topP, c.minP = s.MaxKV, s.PrefillChunk, s.Temperature, s.TopK, s.TopP, s.MinP
+	c.repPenalty, c.repWindow, c.seed, c.maxTokens = s.RepetitionPenalty, s.RepetitionWindow, s.Seed, s.MaxTokens
+	c.system, c.sink, c.keepSystem, c.noLoop = s.System, s.SinkTokens, s.KeepSystem, s.NoLoopDetect
+	c.stops = append([]string(nil), s.StopStrings...)
+}
+
+// configFile loads --config (or the default config file, which may be
+// absent).
+func (c *config) configFile() (ui.Config, error) {
+	if c.configPath != "" {
+		return ui.LoadConfig(c.configPath, true)
+	}
+	return ui.LoadConfig(ui.DefaultConfigPath(), false)
 }
 
 // usageError is a mistake in how mlxchat was called (exit code 2).
@@ -115,6 +144,8 @@ func (u usageError) Unwrap() error { return u.err }
 // Main runs mlxchat with args (the program name excluded) and returns the
 // process exit code: 0 success, 1 failure, 2 bad usage, 130 interrupted.
 func Main(ctx context.Context, args []string, io IO) int {
+	// Flags are parsed twice: first to find --config, then over the
+	// config file's defaults so that every flag given overrides them.
 	var c config
 	fs := c.flags()
 	pos, err := fs.parse(args)
@@ -134,6 +165,21 @@ func Main(ctx context.Context, args []string, io IO) int {
 	switch pos[0] {
 	case "version", "run", "bench", "chat":
 		cmd, pos = pos[0], pos[1:]
+	}
+	if cmd != "version" {
+		file, err := c.configFile()
+		if err != nil {
+			fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
+			return 2
+		}
+		var withFile config
+		fs = withFile.flags()
+		withFile.useDefaults(file.Settings(withFile.settings()))
+		if _, err := fs.parse(args); err != nil {
+			fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
+			return 2
+		}
+		c = withFile
 	}
 	if err := c.settings().Validate(); err != nil {
 		fmt.Fprintf(io.Stderr, "mlxchat: --%v\n", err)
@@ -191,7 +237,6 @@ var commandFlags = map[string][]string{
 	"decode":       {"bench"},
 	"bandwidth-mb": {"bench"},
 	"theme":        {"chat"},
-	"config":       {"chat"},
 }
 
 // checkFlagsFor rejects a flag given to a subcommand that ignores it.

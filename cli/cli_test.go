@@ -10,10 +10,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/adrg/xdg"
+
 	"mlxchat/engine"
 	"mlxchat/engine/enginetest"
 	"mlxchat/metal"
 	"mlxchat/tensor/cpu"
+	"mlxchat/ui"
 )
 
 var tiny struct {
@@ -23,10 +26,19 @@ var tiny struct {
 }
 
 func TestMain(m *testing.M) {
+	// The user's own config file must not change what the tests see: the
+	// default config path points into an empty temporary folder.
+	cfgHome, err := os.MkdirTemp("", "mlxchat-cli-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", cfgHome)
+	xdg.Reload()
 	code := m.Run()
 	if tiny.dir != "" {
 		os.RemoveAll(tiny.dir)
 	}
+	os.RemoveAll(cfgHome)
 	os.Exit(code)
 }
 
@@ -302,4 +314,104 @@ func TestFormatStats(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigFile: run and bench take their generation defaults from the
+// config file (--config or the default path); flags override it; a bad
+// file is a one-line error naming it and the key.
+func TestConfigFile(t *testing.T) {
+	dir := tinyModel(t)
+	write := func(path, body string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := write(filepath.Join(t.TempDir(), "c.json"), `{"max_tokens": 3, "no_loop_detect": true, "temp": 0.8, "seed": 5}`)
+	want3 := engineAnswer(t, dir, "hello", engine.Settings{MaxTokens: 3, NoLoopDetect: true, Seed: 5, Temperature: 0.8})
+	tests := []struct {
+		name     string
+		args     []string
+		decoded  string
+		wantText string
+	}{
+		{"--config gives the defaults", []string{"run", dir, "--prompt", "hello", "--config", cfg}, "decode 3 tokens", want3},
+		{"a flag overrides the file", []string{"run", dir, "--prompt", "hello", "--config", cfg, "--max-tokens", "5"}, "decode 5 tokens", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := invoke(t, "", tc.args...)
+			if code != 0 || !strings.Contains(errOut, tc.decoded) {
+				t.Fatalf("exit %d, stderr %q: want %q", code, errOut, tc.decoded)
+			}
+			if tc.wantText != "" && strings.TrimSuffix(out, "\n") != tc.wantText {
+				t.Fatalf("answer %q, want %q (the config's seed and temperature)", out, tc.wantText)
+			}
+		})
+	}
+	t.Run("default path", func(t *testing.T) {
+		p := write(ui.DefaultConfigPath(), `{"max_tokens": 2, "no_loop_detect": true}`)
+		t.Cleanup(func() { os.Remove(p) })
+		code, _, errOut := invoke(t, "", "run", dir, "--prompt", "hello")
+		if code != 0 || !strings.Contains(errOut, "decode 2 tokens") {
+			t.Fatalf("exit %d, stderr %q: want the default config's 2 tokens", code, errOut)
+		}
+	})
+	t.Run("bench", func(t *testing.T) {
+		kvOf := func(args ...string) string {
+			t.Helper()
+			code, out, errOut := invoke(t, "", append([]string{"bench", dir, "--prompt-lens", "24", "--decode", "2", "--bandwidth-mb", "1"}, args...)...)
+			if code != 0 {
+				t.Fatalf("bench %v: exit %d, stderr %q", args, code, errOut)
+			}
+			m := regexp.MustCompile(`\n +24 +.* ([0-9.]+ [KMG]?i?B)\n`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no result row:\n%s", out)
+			}
+			return m[1]
+		}
+		capped := write(filepath.Join(t.TempDir(), "kv.json"), `{"max_kv_size": 16, "prefill_chunk_size": 8}`)
+		fromFile, fromFlags, plain := kvOf("--config", capped), kvOf("--max-kv-size", "16", "--prefill-chunk-size", "8"), kvOf()
+		if fromFile != fromFlags || fromFile == plain {
+			t.Fatalf("kv bytes with the config %s, with the flags %s, uncapped %s: want the config to act like the flags", fromFile, fromFlags, plain)
+		}
+	})
+	bad := []struct {
+		name, body string
+		want       []string
+	}{
+		{"bad value", `{"max_kv_size": -3}`, []string{"max_kv_size -3", "want 0 (off)"}},
+		{"wrong type", `{"temp": "hot"}`, []string{`"temp" is a JSON string, want a number`}},
+		{"unknown key", `{"tmep": 1}`, []string{"unknown key", "tmep", "known keys: theme"}},
+		{"not JSON", `max_kv_size=3`, []string{"line 1, column 1: invalid character"}},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(filepath.Join(t.TempDir(), "bad.json"), tc.body)
+			for _, cmd := range []string{"run", "bench"} {
+				code, out, errOut := invoke(t, "", cmd, dir, "--prompt-file", "-", "--config", p)
+				if cmd == "bench" {
+					code, out, errOut = invoke(t, "", cmd, dir, "--config", p)
+				}
+				if code != 2 || out != "" || strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, p) {
+					t.Fatalf("%s: exit %d, stdout %q, stderr %q: want 2 and one line naming %s", cmd, code, out, errOut, p)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(errOut, w) {
+						t.Fatalf("%s: stderr %q lacks %q", cmd, errOut, w)
+					}
+				}
+			}
+		})
+	}
+	t.Run("missing --config file", func(t *testing.T) {
+		code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--config", "/no/such/config.json")
+		if code != 2 || !strings.Contains(errOut, "/no/such/config.json") {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
 }

@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/adrg/xdg"
+
+	"mlxchat/engine"
 )
 
 // Config is the user's config file, JSON, by default at
@@ -16,11 +22,21 @@ import (
 // is optional; unknown fields are an error so typos are caught:
 //
 //	{
-//	  "theme": "dark",            // dark | light | high-contrast
+//	  "theme": "dark",            // dark | light | high-contrast (/theme saves it here)
 //	  "autosave": true,           // write conversations to the state dir
 //	  "history_limit": 500,       // input history entries kept
 //	  "paste_min_chars": 1000,    // collapse pastes at least this long ...
-//	  "paste_min_lines": 8        // ... or with at least this many lines
+//	  "paste_min_lines": 8,       // ... or with at least this many lines
+//
+//	  "max_kv_size": 4096,        // generation defaults for the chat, run
+//	  "prefill_chunk_size": 512,  // and bench; the command-line flag of the
+//	  "sink_tokens": 4,           // same name (with dashes) overrides each
+//	  "keep_system": false,
+//	  "temp": 0.7, "top_p": 0.95, "top_k": 40, "min_p": 0.05,
+//	  "repetition_penalty": 1.1, "repetition_window": 64,
+//	  "seed": 0, "max_tokens": 0, "no_loop_detect": false,
+//	  "system": "You are concise.",
+//	  "stop": ["</answer>"]
 //	}
 //
 // (JSON has no comments; they are only explanations here.)
@@ -30,6 +46,87 @@ type Config struct {
 	HistoryLimit  int    `json:"history_limit,omitempty"`
 	PasteMinChars int    `json:"paste_min_chars,omitempty"`
 	PasteMinLines int    `json:"paste_min_lines,omitempty"`
+
+	// Generation defaults (engine.Settings); nil = the built-in default.
+	MaxKV             *int     `json:"max_kv_size,omitempty"`
+	PrefillChunk      *int     `json:"prefill_chunk_size,omitempty"`
+	SinkTokens        *int     `json:"sink_tokens,omitempty"`
+	KeepSystem        *bool    `json:"keep_system,omitempty"`
+	Temperature       *float64 `json:"temp,omitempty"`
+	TopP              *float64 `json:"top_p,omitempty"`
+	TopK              *int     `json:"top_k,omitempty"`
+	MinP              *float64 `json:"min_p,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+	RepetitionWindow  *int     `json:"repetition_window,omitempty"`
+	Seed              *uint64  `json:"seed,omitempty"`
+	MaxTokens         *int     `json:"max_tokens,omitempty"`
+	NoLoopDetect      *bool    `json:"no_loop_detect,omitempty"`
+	System            *string  `json:"system,omitempty"`
+	Stop              []string `json:"stop,omitempty"`
+}
+
+// Settings returns base with the generation defaults the file sets.
+func (c Config) Settings(base engine.Settings) engine.Settings {
+	s := base
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setFloat := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setInt(&s.MaxKV, c.MaxKV)
+	setInt(&s.PrefillChunk, c.PrefillChunk)
+	setInt(&s.SinkTokens, c.SinkTokens)
+	setBool(&s.KeepSystem, c.KeepSystem)
+	setFloat(&s.Temperature, c.Temperature)
+	setFloat(&s.TopP, c.TopP)
+	setInt(&s.TopK, c.TopK)
+	setFloat(&s.MinP, c.MinP)
+	setFloat(&s.RepetitionPenalty, c.RepetitionPenalty)
+	setInt(&s.RepetitionWindow, c.RepetitionWindow)
+	setInt(&s.MaxTokens, c.MaxTokens)
+	setBool(&s.NoLoopDetect, c.NoLoopDetect)
+	if c.Seed != nil {
+		s.Seed = *c.Seed
+	}
+	if c.System != nil {
+		s.System = *c.System
+	}
+	if c.Stop != nil {
+		s.StopStrings = append([]string(nil), c.Stop...)
+	}
+	return s
+}
+
+// checkSettings validates the generation defaults alone (over the built-in
+// defaults); the error names the config key.
+func (c Config) checkSettings() error {
+	if c.PrefillChunk != nil && *c.PrefillChunk <= 0 {
+		return fmt.Errorf("prefill_chunk_size %d: want a positive number of tokens", *c.PrefillChunk)
+	}
+	if c.SinkTokens != nil && *c.SinkTokens <= 0 {
+		return fmt.Errorf("sink_tokens %d: want a positive number of tokens", *c.SinkTokens)
+	}
+	if c.RepetitionWindow != nil && *c.RepetitionWindow <= 0 {
+		return fmt.Errorf("repetition_window %d: want a positive number of tokens", *c.RepetitionWindow)
+	}
+	if err := c.Settings(engine.DefaultSettings()).Validate(); err != nil {
+		// engine names settings like the flags (max-kv-size); the file's
+		// keys use underscores.
+		msg := err.Error()
+		name, rest, _ := strings.Cut(msg, " ")
+		return errors.New(strings.ReplaceAll(name, "-", "_") + " " + rest)
+	}
+	return nil
 }
 
 // DefaultConfigPath is $XDG_CONFIG_HOME/mlxchat/config.json.
@@ -53,17 +150,153 @@ func LoadConfig(path string, explicit bool) (Config, error) {
 		return c, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("reading config: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil // an empty file sets nothing
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config %s: %w (expected JSON like {\"theme\": \"dark\"})", path, err)
+		return c, fmt.Errorf("config %s: %s", path, describeJSONError(data, err))
+	}
+	if dec.More() {
+		return c, fmt.Errorf("config %s: unexpected data after the JSON object", path)
 	}
 	if c.HistoryLimit < 0 || c.PasteMinChars < 0 || c.PasteMinLines < 0 {
 		return c, fmt.Errorf("config %s: history_limit, paste_min_chars and paste_min_lines must be >= 0", path)
 	}
+	if err := c.checkSettings(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
 	return c, nil
+}
+
+// describeJSONError turns a decoding error into one line that names the
+// key or the line and column, and what was expected.
+func describeJSONError(data []byte, err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line, col := lineCol(data, se.Offset)
+		return fmt.Sprintf("line %d, column %d: %v (expected a JSON object like {\"theme\": \"dark\", \"max_kv_size\": 4096})", line, col, se)
+	case errors.As(err, &te):
+		return fmt.Sprintf("%q is a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.Kind()))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends early (a missing } or \"?)"
+	}
+	msg := err.Error()
+	if key, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Sprintf("unknown key %s (known keys: %s)", key, strings.Join(configKeys(), ", "))
+	}
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+// lineCol converts a byte offset (just past the error) to a 1-based line
+// and column.
+func lineCol(data []byte, off int64) (int, int) {
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	if off > 0 {
+		col-- // the offset is just past the offending byte
+	}
+	return line, max(1, col)
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint64:
+		return "a whole number >= 0"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list of strings"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return k.String()
+}
+
+// configKeys lists the JSON keys of Config.
+func configKeys() []string {
+	t := reflect.TypeFor[Config]()
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+// SaveTheme records theme as the "theme" of the config file at path,
+// keeping every other field; the file and its folder are created when
+// missing. The write is atomic (temp file + rename). A file that is not a
+// JSON object is left alone and reported.
+func SaveTheme(path, theme string) error {
+	fields := map[string]json.RawMessage{}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("reading config: %w", err)
+	default:
+		if len(bytes.TrimSpace(data)) > 0 {
+			if err := json.Unmarshal(data, &fields); err != nil {
+				return fmt.Errorf("config %s is not a JSON object, not rewriting it: %w", path, err)
+			}
+		}
+	}
+	if fields == nil {
+		fields = map[string]json.RawMessage{}
+	}
+	v, err := json.Marshal(theme)
+	if err != nil {
+		return err
+	}
+	fields["theme"] = v
+	out, err := json.MarshalIndent(fields, "", "  ")
+	if err != nil {
+		return err
+	}
+	out = append(out, '\n')
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating the config folder: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.json")
+	if err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil {
+		_ = tmp.Chmod(st.Mode().Perm()) // keep the user's permissions
+	} else {
+		_ = tmp.Chmod(0o644)
+	}
+	_, werr := tmp.Write(out)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing config %s: %w", path, werr)
+	}
+	return nil
 }
 
 // withDefaults fills unset fields.

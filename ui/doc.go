@@ -77,7 +77,10 @@
 // # Files
 //
 // Config (see Config): JSON at $XDG_CONFIG_HOME/mlxchat/config.json or
-// --config. Conversations are autosaved (atomically: temp file + rename) to
+// --config: the theme, autosave and paste settings, and generation defaults
+// (max_kv_size, temp, ...) that cli applies to the chat, run and bench
+// before the flags, which override them. /theme NAME writes the theme back
+// into that file (other keys kept, atomic rename). Conversations are autosaved (atomically: temp file + rename) to
 // $XDG_STATE_HOME/mlxchat/conversations/<start time>.json after every user
 // message, every answer, every paste into the editor, every few seconds
 // while the draft changes, and on every exit path (quit, signal, ctx end, a

@@ -65,8 +65,17 @@ func (m *model) runCommand(c Command) error {
 		if err := m.applyTheme(t); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		m.setNotice("theme " + t.Name)
+		m.cfg.Theme = t.Name
 		m.refresh(true)
+		if m.cfgPath == "" {
+			m.setNotice("theme " + t.Name)
+			return nil
+		}
+		if err := SaveTheme(m.cfgPath, t.Name); err != nil {
+			m.setError(fmt.Errorf("%s: theme %s is on, but not saved: %w", name, t.Name, err))
+			return nil
+		}
+		m.setNotice(fmt.Sprintf("theme %s (saved to %s)", t.Name, m.cfgPath))
 	case CmdSave:
 		return m.save(c.Text)
 	case CmdLoad:

@@ -117,6 +117,7 @@ type model struct {
 	modelDir   string
 	count      TokenCounter
 	cfg        Config
+	cfgPath    string // where /theme saves the theme ("" = not saved)
 	noColor    bool
 	profile    termenv.Profile
 	theme      themes.Theme
@@ -183,6 +184,7 @@ type modelConfig struct {
 	settings  engine.Settings
 	count     TokenCounter
 	cfg       Config
+	cfgPath   string // config file /theme writes to ("" = none)
 	theme     themes.Theme
 	noColor   bool
 	profile   termenv.Profile
@@ -201,6 +203,7 @@ func newModel(c modelConfig) (*model, error) {
 		modelDir:  c.modelDir,
 		count:     c.count,
 		cfg:       c.cfg.withDefaults(),
+		cfgPath:   c.cfgPath,
 		noColor:   c.noColor,
 		profile:   c.profile,
 		theme:     c.theme,

@@ -109,6 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 		settings:  opts.Settings,
 		count:     opts.CountTokens,
 		cfg:       cfg,
+		cfgPath:   cfgPath,
 		theme:     th,
 		noColor:   noColor,
 		profile:   profile,

@@ -106,8 +106,8 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{"no engine", Options{}, "Options.Engine is nil"},
-		{"missing config", Options{Engine: fe, ConfigPath: filepath.Join(t.TempDir(), "nope.json")}, "reading config"},
-		{"bad config", Options{Engine: fe, ConfigPath: writeConfig(t, `{"colour": 1}`)}, `unknown field "colour"`},
+		{"missing config", Options{Engine: fe, ConfigPath: filepath.Join(t.TempDir(), "nope.json")}, "nope.json: no such file"},
+		{"bad config", Options{Engine: fe, ConfigPath: writeConfig(t, `{"colour": 1}`)}, `unknown key "colour"`},
 		{"bad theme flag", Options{Engine: fe, Theme: "neon", ConfigPath: writeConfig(t, `{}`)}, `--theme: unknown theme "neon"`},
 		{"bad theme config", Options{Engine: fe, ConfigPath: writeConfig(t, `{"theme": "neon"}`)}, `unknown theme "neon"`},
 	}

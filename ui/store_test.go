@@ -3,11 +3,14 @@ package ui
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"mlxchat/engine"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -28,11 +31,18 @@ func TestLoadConfig(t *testing.T) {
 		wantErr  string
 	}{
 		{"missing default", filepath.Join(dir, "absent.json"), false, Config{}, ""},
-		{"missing explicit", filepath.Join(dir, "absent.json"), true, Config{}, "reading config"},
+		{"missing explicit", filepath.Join(dir, "absent.json"), true, Config{}, "absent.json: no such file"},
+		{"empty", write("empty.json", "\n"), true, Config{}, ""},
 		{"full", write("full.json", `{"theme":"light","autosave":false,"history_limit":9,"paste_min_chars":50,"paste_min_lines":3}`), true,
 			Config{Theme: "light", Autosave: &f, HistoryLimit: 9, PasteMinChars: 50, PasteMinLines: 3}, ""},
-		{"unknown field", write("typo.json", `{"them":"light"}`), true, Config{}, `unknown field "them"`},
-		{"not json", write("bad.json", `theme = "light"`), true, Config{}, "expected JSON"},
+		{"unknown field", write("typo.json", `{"them":"light"}`), true, Config{}, `unknown key "them" (known keys: theme, autosave`},
+		{"not json", write("bad.json", `theme = "light"`), true, Config{}, "line 1, column 2: invalid character 'h' in literal true"},
+		{"syntax on line 3", write("comma.json", "{\n \"theme\": \"light\",\n}"), true, Config{}, "line 3, column 1"},
+		{"cut short", write("short.json", `{"theme": "light"`), true, Config{}, "ends early"},
+		{"wrong type", write("type.json", `{"top_k": "many"}`), true, Config{}, `"top_k" is a JSON string, want a whole number`},
+		{"bad setting", write("kv.json", `{"max_kv_size": -1}`), true, Config{}, "kv.json: max_kv_size -1: want 0 (off)"},
+		{"bad chunk", write("chunk.json", `{"prefill_chunk_size": 0}`), true, Config{}, "prefill_chunk_size 0: want a positive"},
+		{"trailing data", write("two.json", `{} {}`), true, Config{}, "unexpected data after"},
 		{"negative", write("neg.json", `{"history_limit":-1}`), true, Config{}, "must be >= 0"},
 	}
 	for _, tc := range tests {
@@ -159,5 +169,112 @@ func TestHistoryFile(t *testing.T) {
 	big := []historyEntry{{Text: "a"}, {Text: "b", Pastes: []pasteBlock{{Content: strings.Repeat("y", 300<<10)}}}}
 	if d := historyForDisk(big); len(d) != 1 || d[0].Text != "a" {
 		t.Errorf("huge paste kept on disk: %d entries", len(d))
+	}
+}
+
+// TestConfigSettings: the file's generation defaults land on the settings;
+// absent keys keep the base values.
+func TestConfigSettings(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.json")
+	body := `{"max_kv_size": 2048, "prefill_chunk_size": 256, "sink_tokens": 8, "keep_system": true, "temp": 0.7,
+		"top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "repetition_window": 32,
+		"seed": 9, "max_tokens": 100, "no_loop_detect": true, "system": "be brief", "stop": ["END"]}`
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Settings(engine.DefaultSettings())
+	want := engine.Settings{MaxKV: 2048, PrefillChunk: 256, SinkTokens: 8, KeepSystem: true, Temperature: 0.7,
+		TopP: 0.9, TopK: 40, MinP: 0.05, RepetitionPenalty: 1.1, RepetitionWindow: 32, Seed: 9, MaxTokens: 100,
+		NoLoopDetect: true, System: "be brief", StopStrings: []string{"END"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("settings\n got %+v\nwant %+v", got, want)
+	}
+	base := engine.DefaultSettings()
+	base.Temperature = 0.3
+	if got := (Config{Theme: "light"}).Settings(base); !reflect.DeepEqual(got, base) {
+		t.Fatalf("a config without settings changed them: %+v", got)
+	}
+}
+
+// TestSaveTheme: the theme is written into the config file, keeping the
+// other keys; a missing file and folder are created; a broken file is not
+// overwritten.
+func TestSaveTheme(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("keeps other keys", func(t *testing.T) {
+		p := filepath.Join(dir, "keep.json")
+		os.WriteFile(p, []byte(`{"theme": "dark", "max_kv_size": 512, "system": "hi"}`), 0o600)
+		if err := SaveTheme(p, "light"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(p, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Theme != "light" || c.MaxKV == nil || *c.MaxKV != 512 || c.System == nil || *c.System != "hi" {
+			t.Fatalf("after SaveTheme: %+v", c)
+		}
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+			t.Fatalf("mode %v, want the file's 0600 kept", st.Mode().Perm())
+		}
+	})
+	t.Run("creates", func(t *testing.T) {
+		p := filepath.Join(dir, "new", "sub", "config.json")
+		if err := SaveTheme(p, "high-contrast"); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := LoadConfig(p, true); err != nil || c.Theme != "high-contrast" {
+			t.Fatalf("created config: %+v, %v", c, err)
+		}
+	})
+	t.Run("broken file left alone", func(t *testing.T) {
+		p := filepath.Join(dir, "broken.json")
+		os.WriteFile(p, []byte(`{"theme": `), 0o600)
+		err := SaveTheme(p, "light")
+		if err == nil || !strings.Contains(err.Error(), "broken.json is not a JSON object") {
+			t.Fatalf("err %v", err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != `{"theme": ` {
+			t.Fatalf("broken file rewritten: %q", b)
+		}
+	})
+}
+
+// TestThemeCommandPersists: /theme NAME switches and saves the theme; the
+// next Run starts with it.
+func TestThemeCommandPersists(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(p, []byte(`{"autosave": false}`), 0o600)
+	m, _ := newTestModel(t, func(c *modelConfig) { c.cfgPath = p })
+	ready(m)
+	typeText(m, "/theme light")
+	press(m, tea.KeyEnter)
+	if m.theme.Name != "light" || !strings.Contains(screen(m), "theme light (saved to") {
+		t.Fatalf("theme %s, screen:\n%s", m.theme.Name, screen(m))
+	}
+	c, err := LoadConfig(p, true)
+	if err != nil || c.Theme != "light" || c.Autosave == nil || *c.Autosave {
+		t.Fatalf("config after /theme: %+v, %v", c, err)
+	}
+	// A bad name changes nothing and writes nothing.
+	typeText(m, "/theme neon")
+	press(m, tea.KeyEnter)
+	if c2, _ := LoadConfig(p, true); c2.Theme != "light" || m.theme.Name != "light" {
+		t.Fatalf("bad /theme changed things: file %q, theme %q", c2.Theme, m.theme.Name)
+	}
+	// A config folder that cannot be written: the theme still switches,
+	// the error says it was not saved.
+	ro := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(ro, nil, 0o600)
+	m2, _ := newTestModel(t, func(c *modelConfig) { c.cfgPath = filepath.Join(ro, "config.json") })
+	ready(m2)
+	typeText(m2, "/theme light")
+	press(m2, tea.KeyEnter)
+	if s := screen(m2); m2.theme.Name != "light" || !strings.Contains(s, "/theme: theme light is on, but not saved") {
+		t.Fatalf("unwritable config: theme %s, screen:\n%s", m2.theme.Name, s)
 	}
 }
