@@ -122,8 +122,8 @@ type mtlBuf struct {
 }
 
 // driver implements gpu.Driver on Metal. Every Objective-C call runs on one
-// locked OS thread, inside an autorelease pool per call; the command buffer
-// and encoder of the current step are retained across calls.
+// locked OS thread, inside an autorelease pool per call. Launches are
+// recorded in Go and encoded into one command buffer per Sync.
 type driver struct {
 	m      *msg
 	calls  chan func()
@@ -131,9 +131,7 @@ type driver struct {
 	dev    objc.ID
 	queue  objc.ID
 	pipes  [kernels.Count]objc.ID
-	cb     objc.ID
-	enc    objc.ID
-	lastPS objc.ID
+	ops    []op
 	name   string
 	maxLen int64
 }
@@ -304,66 +302,84 @@ func (d *driver) pipeline(k kernels.ID) (objc.ID, error) {
 	return ps, nil
 }
 
-func (d *driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
-	var err error
-	d.do(func() {
-		var ps objc.ID
-		if ps, err = d.pipeline(k); err != nil {
-			return
-		}
-		m := d.m
-		if d.cb == 0 {
-			d.cb = m.id(m.id(d.queue, m.sel.commandBuffer), m.sel.retain)
-			d.enc = m.id(m.id(d.cb, m.sel.computeCommandEncoder), m.sel.retain)
-			d.lastPS = 0
-			if d.cb == 0 || d.enc == 0 {
-				err = errors.New("metal: cannot create a command buffer")
-				return
-			}
-		}
-		if ps != d.lastPS {
-			m.obj(d.enc, m.sel.setComputePipelineState, ps)
-			d.lastPS = ps
-		}
-		m.setBytes(d.enc, m.sel.setBytes, unsafe.Pointer(&params[0]), uint64(len(params)), 0)
-		for i := 1; i < 8; i++ {
-			if binds[i].Buf == nil {
-				continue
-			}
-			mb, ok := binds[i].Buf.(*mtlBuf)
-			if !ok {
-				err = fmt.Errorf("metal: binding %d of %s is not a Metal buffer", i, k)
-				return
-			}
-			m.setBuffer(d.enc, m.sel.setBuffer, mb.id, uint64(mb.off+binds[i].Offset), uint64(i))
-		}
-		m.dispatch(d.enc, m.sel.dispatchThreadgroups,
-			mtlSize{uint64(groups[0]), uint64(groups[1]), uint64(groups[2])},
-			mtlSize{uint64(k.Info().Local), 1, 1})
-	})
-	runtime.KeepAlive(params)
-	return err
+// op is one recorded dispatch, encoded at Flush.
+type op struct {
+	k      kernels.ID
+	params []byte
+	bufs   [8]objc.ID
+	offs   [8]uint64
+	groups mtlSize
 }
 
-// Flush ends the step's encoder, commits its command buffer, waits, and
-// reports the command buffer's error if it failed.
+// Dispatch records a launch in Go memory only; Flush encodes every recorded
+// launch in one trip to the Metal thread.
+func (d *driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
+	o := op{k: k, params: append([]byte(nil), params...), groups: mtlSize{uint64(groups[0]), uint64(groups[1]), uint64(groups[2])}}
+	for i := 1; i < 8; i++ {
+		if binds[i].Buf == nil {
+			continue
+		}
+		mb, ok := binds[i].Buf.(*mtlBuf)
+		if !ok || mb.id == 0 {
+			return fmt.Errorf("metal: binding %d of %s is not a live Metal buffer", i, k)
+		}
+		o.bufs[i], o.offs[i] = mb.id, uint64(mb.off+binds[i].Offset)
+	}
+	d.ops = append(d.ops, o)
+	return nil
+}
+
+// Flush encodes the recorded launches into one command buffer with one
+// serial compute encoder (each dispatch sees the previous ones' writes),
+// commits it, waits, and reports the command buffer's error if it failed.
 func (d *driver) Flush() error {
+	if len(d.ops) == 0 {
+		return nil
+	}
+	ops := d.ops
+	d.ops = d.ops[:0]
 	var err error
 	d.do(func() {
-		if d.cb == 0 {
+		m := d.m
+		for _, o := range ops { // compile before encoding: errors leave nothing half-built
+			if _, err = d.pipeline(o.k); err != nil {
+				return
+			}
+		}
+		cb := m.id(d.queue, m.sel.commandBuffer)
+		if cb == 0 {
+			err = errors.New("metal: cannot create a command buffer")
 			return
 		}
-		m := d.m
-		m.void(d.enc, m.sel.endEncoding)
-		m.void(d.cb, m.sel.commit)
-		m.void(d.cb, m.sel.waitUntilCompleted)
-		if m.u64(d.cb, m.sel.status) == cbStatusError {
-			err = fmt.Errorf("metal: command buffer failed: %s", d.nsError(m.id(d.cb, m.sel.errorSel)))
+		enc := m.id(cb, m.sel.computeCommandEncoder)
+		if enc == 0 {
+			err = errors.New("metal: cannot create a compute encoder")
+			return
 		}
-		m.void(d.enc, m.sel.release)
-		m.void(d.cb, m.sel.release)
-		d.cb, d.enc, d.lastPS = 0, 0, 0
+		var last objc.ID
+		for i := range ops {
+			o := &ops[i]
+			if ps := d.pipes[o.k]; ps != last {
+				m.obj(enc, m.sel.setComputePipelineState, ps)
+				last = ps
+			}
+			m.setBytes(enc, m.sel.setBytes, unsafe.Pointer(&o.params[0]), uint64(len(o.params)), 0)
+			for j := 1; j < 8; j++ {
+				if o.bufs[j] != 0 {
+					m.setBuffer(enc, m.sel.setBuffer, o.bufs[j], o.offs[j], uint64(j))
+				}
+			}
+			m.dispatch(enc, m.sel.dispatchThreadgroups, o.groups, mtlSize{uint64(o.k.Info().Local), 1, 1})
+		}
+		m.void(enc, m.sel.endEncoding)
+		m.void(cb, m.sel.commit)
+		m.void(cb, m.sel.waitUntilCompleted)
+		if m.u64(cb, m.sel.status) == cbStatusError {
+			err = fmt.Errorf("metal: command buffer failed: %s", d.nsError(m.id(cb, m.sel.errorSel)))
+		}
+		// cb and enc are autoreleased: the pool around this call frees them.
 	})
+	runtime.KeepAlive(ops)
 	return err
 }
 
