@@ -42,8 +42,8 @@ func newBackend(threads int, simd bool) *Backend {
 // Threads is the number of cores the backend spreads work over.
 func (b *Backend) Threads() int { return b.threads }
 
-// Close stops the backend's helper goroutines. Ops called afterwards still
-// work, on the calling goroutine only. Close must not race with running ops.
+// Close stops the backend's helper goroutines. Ops called afterwards, or
+// running meanwhile, still complete, on their calling goroutines only.
 func (b *Backend) Close() { b.pool.close() }
 
 // Name returns "cpu".

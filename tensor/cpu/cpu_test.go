@@ -643,3 +643,26 @@ func TestUnclosedBackendReleasesHelpers(t *testing.T) {
 		t.Fatalf("%d goroutines left from 20 dropped backends (had %d before)", n-before, before)
 	}
 }
+
+func TestCloseDuringOps(t *testing.T) {
+	b := New(3)
+	x := tensor.New(tensor.F32, 64, 1024)
+	done := make(chan error)
+	for g := 0; g < 3; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 50 && err == nil; i++ {
+				err = b.Softmax(x, x)
+			}
+			done <- err
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	b.Close()
+	b.Close()
+	for g := 0; g < 3; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -13,8 +13,8 @@ import (
 type pool struct {
 	helpers int
 	jobs    chan *offer
-	once    sync.Once
-	closed  atomic.Bool
+	mu      sync.RWMutex // held for reading while offering, for writing by close
+	closed  bool
 }
 
 // run is one call of pool.run: the task counter shared by its workers.
@@ -74,15 +74,24 @@ func (p *pool) run(tasks int, fn func(i int)) {
 	if tasks <= 0 {
 		return
 	}
-	if tasks == 1 || p.helpers == 0 || p.closed.Load() {
+	serial := func() {
 		for i := 0; i < tasks; i++ {
 			fn(i)
 		}
+	}
+	if tasks == 1 || p.helpers == 0 {
+		serial()
 		return
 	}
 	r := &run{tasks: tasks, fn: fn}
 	offers := make([]offer, min(p.helpers, tasks-1))
 	sent := 0
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		serial()
+		return
+	}
 	for i := range offers {
 		offers[i].r = r
 		r.wg.Add(1)
@@ -96,6 +105,7 @@ func (p *pool) run(tasks int, fn func(i int)) {
 			break
 		}
 	}
+	p.mu.RUnlock()
 	r.work()
 	for i := 0; i < sent; i++ {
 		if offers[i].state.CompareAndSwap(0, 2) {
@@ -108,13 +118,16 @@ func (p *pool) run(tasks int, fn func(i int)) {
 	}
 }
 
-// close stops the helpers. Later runs execute on the caller alone; close
-// must not race with a run.
+// close stops the helpers once they have finished what they were offered.
+// Later runs execute on the caller alone. It is safe to call at any time
+// and more than once.
 func (p *pool) close() {
-	p.once.Do(func() {
-		p.closed.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
 		close(p.jobs)
-	})
+	}
 }
 
 // split divides [0, n) into contiguous ranges of at least minSize elements
