@@ -28,7 +28,7 @@ func chatCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	defer be.close()
 	var bundle *engine.Bundle // written on the engine goroutine, read after Close
 	e := engine.NewLoading(func(ctx context.Context, progress func(stage string, done, total int64)) (*engine.Bundle, error) {
-		d, err := resolveModel(ctx, model, progress)
+		d, err := resolveModel(ctx, model, hubClient(hubDialTimeout, hubHeaderTimeout), progress)
 		if err != nil {
 			return nil, err
 		}

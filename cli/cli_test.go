@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/adrg/xdg"
 
@@ -303,9 +306,10 @@ func TestFormatStats(t *testing.T) {
 		s    engine.Stats
 		want string
 	}{
-		{"fresh", engine.Stats{PromptTokens: 10}, "prompt 10 tokens, "},
-		{"reused", engine.Stats{PromptTokens: 10, ReusedTokens: 6}, "prompt 10 tokens (6 cached), "},
-		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 200}, "prompt 300 tokens (280 cached, 200 of them trimmed), "},
+		{"fresh", engine.Stats{PromptTokens: 10, PrefillTokens: 10, TimeToFirstToken: 5e6}, "prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token 5ms"},
+		{"reused", engine.Stats{PromptTokens: 10, ReusedTokens: 6, PrefillTokens: 4}, "prompt 10 tokens (6 cached), "},
+		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 200, PrefillTokens: 20}, "prompt 300 tokens (280 cached, 200 of them trimmed), "},
+		{"stopped mid-prefill", engine.Stats{PromptTokens: 900, ReusedTokens: 100, PrefillTokens: 64}, "prompt 900 tokens (100 cached; 64 of 800 prefilled), 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - ·"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,4 +418,61 @@ func TestConfigFile(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
 	})
+}
+
+// TestUnreachableHub: an alias that is not on disk fails fast, in one line
+// that names where it looked and says the hub is unreachable, both when
+// nothing listens and when the hub accepts but never answers.
+func TestUnreachableHub(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() { // accept and hold connections without answering
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedAddr := refused.Addr().String()
+	refused.Close()
+	tests := []struct{ name, endpoint string }{
+		{"connection refused", "http://" + refusedAddr},
+		{"silent hub", "http://" + silent.Addr().String()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("HF_ENDPOINT", tc.endpoint)
+			t.Setenv("HF_HOME", t.TempDir())
+			t.Setenv("HF_HUB_OFFLINE", "")
+			start := time.Now()
+			_, err := resolveModel(context.Background(), "gemma3n-e2b-4bit", hubClient(200*time.Millisecond, 300*time.Millisecond), nil)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("took %v to give up", took)
+			}
+			msg := fmt.Sprint(err)
+			for _, want := range []string{"gemma3n-e2b-4bit", "looked in", "hub is unreachable", "local model directory"} {
+				if !strings.Contains(msg, want) {
+					t.Fatalf("error %q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Fatalf("error is not one line: %q", msg)
+			}
+		})
+	}
 }

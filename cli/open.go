@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -64,12 +68,31 @@ func localDir(name string) string {
 	return ""
 }
 
+// Limits on waiting for the hub. A download may take as long as it needs
+// (Ctrl+C stops it), but an unreachable or silent hub must fail in seconds,
+// not hang the chat or run on a connect that never completes.
+const (
+	hubDialTimeout   = 10 * time.Second // TCP connect and TLS handshake
+	hubHeaderTimeout = 20 * time.Second // from request sent to response headers
+)
+
+// hubClient is the HTTP client for the hub: no overall timeout (downloads
+// are long), but bounded connect, handshake and response-header waits.
+func hubClient(dial, header time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = dial
+	tr.ResponseHeaderTimeout = header
+	return &http.Client{Transport: tr}
+}
+
 // resolveModel turns a model name, repo id or directory into a local model
 // directory (models/hub: path, Hugging Face cache, XDG data dir, else a
 // download), reporting download progress as (stage, done, total) over all
-// files.
-func resolveModel(ctx context.Context, name string, progress func(stage string, done, total int64)) (string, error) {
-	res, err := hub.Resolve(ctx, name, hub.Options{Progress: func(p hub.Progress) {
+// files. A hub that cannot be reached gives one line that says so and what
+// to do instead.
+func resolveModel(ctx context.Context, name string, client *http.Client, progress func(stage string, done, total int64)) (string, error) {
+	res, err := hub.Resolve(ctx, name, hub.Options{Client: client, Progress: func(p hub.Progress) {
 		if progress == nil {
 			return
 		}
@@ -80,6 +103,10 @@ func resolveModel(ctx context.Context, name string, progress func(stage string, 
 		progress(stage, p.AllDone, p.AllTotal)
 	}})
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ctx.Err() == nil {
+			return "", fmt.Errorf("%w (the Hugging Face hub is unreachable: pass a local model directory, or download it where there is a network; HF_HUB_OFFLINE=1 skips the hub)", err)
+		}
 		return "", err
 	}
 	return res.Dir, nil
@@ -94,7 +121,7 @@ func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) 
 		return nil, nil, usageErr(err)
 	}
 	bar := newProgressBar(stderr)
-	dir, err := resolveModel(ctx, model, bar.update)
+	dir, err := resolveModel(ctx, model, hubClient(hubDialTimeout, hubHeaderTimeout), bar.update)
 	bar.finish()
 	if err != nil {
 		be.close()

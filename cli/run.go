@@ -105,16 +105,27 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 // formatStats is the one-line summary `run` prints on stderr.
 func formatStats(s engine.Stats, reason engine.DoneReason) string {
 	prompt := fmt.Sprintf("prompt %d tokens", s.PromptTokens)
+	var notes []string
 	if s.ReusedTokens > 0 {
 		if s.ReusedTrimmed > 0 {
-			prompt += fmt.Sprintf(" (%d cached, %d of them trimmed)", s.ReusedTokens, s.ReusedTrimmed)
+			notes = append(notes, fmt.Sprintf("%d cached, %d of them trimmed", s.ReusedTokens, s.ReusedTrimmed))
 		} else {
-			prompt += fmt.Sprintf(" (%d cached)", s.ReusedTokens)
+			notes = append(notes, fmt.Sprintf("%d cached", s.ReusedTokens))
 		}
+	}
+	if todo := s.PromptTokens - s.ReusedTokens; s.PrefillTokens < todo {
+		notes = append(notes, fmt.Sprintf("%d of %d prefilled", s.PrefillTokens, todo))
+	}
+	if len(notes) > 0 {
+		prompt += " (" + strings.Join(notes, "; ") + ")"
+	}
+	first := "-"
+	if s.TimeToFirstToken > 0 {
+		first = s.TimeToFirstToken.Round(1e6).String()
 	}
 	return fmt.Sprintf("%s, %.1f tok/s · decode %d tokens, %.1f tok/s · first token %s · kv %s · rss %s · %s",
 		prompt, s.PromptTokPerSec, s.DecodeTokens, s.DecodeTokPerSec,
-		s.TimeToFirstToken.Round(1e6), humanBytes(s.KVBytes), humanBytes(s.MemoryBytes), reason)
+		first, humanBytes(s.KVBytes), humanBytes(s.MemoryBytes), reason)
 }
 
 // humanBytes formats a byte count with a binary unit.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"mlxchat/kvcache"
 	"mlxchat/models"
@@ -58,11 +59,11 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 	cfgPath := filepath.Join(dir, checkpoint.TokenizerConfigFile)
 	tk, err := tokenizer.LoadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("loading tokenizer %s: %w", tokPath, err)
+		return nil, namingFile(err, dir, "loading tokenizer "+tokPath)
 	}
 	tmpl, err := chat.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfgPath, err)
+		return nil, namingFile(err, dir, cfgPath)
 	}
 	info := m.Config()
 	stops := tmpl.StopTokens(tk, info.StopIDs)
@@ -86,6 +87,15 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 			WeightBytes:   m.WeightBytes(),
 		},
 	}, nil
+}
+
+// namingFile returns err as is when its message already names a file in
+// dir, else prefixed with what (so the one-line error names the file once).
+func namingFile(err error, dir, what string) error {
+	if strings.Contains(err.Error(), dir) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // tokAdapter gives a *tokenizer.Tokenizer the engine's Tokenizer shape:

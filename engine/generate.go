@@ -172,6 +172,9 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 	var logits []float32
 	for i := 0; i < chunks; i++ {
 		if g.j.ctx.Err() != nil {
+			if g.stats.PrefillTime > 0 {
+				g.stats.PromptTokPerSec = rate(g.stats.PrefillTokens, g.stats.PrefillTime)
+			}
 			return nil, true, nil
 		}
 		part := todo[i*chunk : min(len(todo), (i+1)*chunk)]
