@@ -646,10 +646,10 @@ func TestUnclosedBackendReleasesHelpers(t *testing.T) {
 
 func TestCloseDuringOps(t *testing.T) {
 	b := New(3)
-	x := tensor.New(tensor.F32, 64, 1024)
 	done := make(chan error)
 	for g := 0; g < 3; g++ {
 		go func() {
+			x := tensor.New(tensor.F32, 64, 1024)
 			var err error
 			for i := 0; i < 50 && err == nil; i++ {
 				err = b.Softmax(x, x)
