@@ -23,7 +23,11 @@ func (m *model) runCommand(c Command) error {
 			return m.changeSettings(name, s, "kv cap off: the live window is unlimited")
 		} else {
 			s.MaxKV = int(c.Int)
-			return m.changeSettings(name, s, fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV))
+			msg := fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV)
+			if m.meter.Live > s.MaxKV {
+				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.meter.Live)
+			}
+			return m.changeSettings(name, s, msg)
 		}
 	case CmdChunk:
 		s.PrefillChunk = int(c.Int)

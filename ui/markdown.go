@@ -39,12 +39,153 @@ func (m *markdown) render(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return ""
 	}
-	out, err := m.r.Render(s)
+	out, err := m.r.Render(escapeHTML(s))
 	if err != nil {
 		return s
 	}
 	return tidy(out)
 }
+
+// escapeHTML backslash-escapes every '<' that could open raw HTML outside
+// code, so text such as "#include <vector>" or "<b>" in an answer is shown
+// as written: glamour drops raw HTML, which would silently hide part of
+// the answer. Code spans, fenced and indented code blocks, and autolinks
+// (<https://...>) are left alone.
+func escapeHTML(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	inFence, fence := false, ""
+	prevBlank, prevCode, inList := true, false, false
+	lines := strings.SplitAfter(s, "\n")
+	for _, line := range lines {
+		body := strings.TrimRight(line, "\r\n")
+		t := strings.TrimLeft(body, " ")
+		lead := len(body) - len(t)
+		blank := strings.TrimSpace(body) == ""
+		switch {
+		case inFence:
+			if lead < 4 && strings.HasPrefix(t, fence) && strings.Trim(strings.TrimSpace(t), fence[:1]) == "" {
+				inFence = false
+			}
+			b.WriteString(line)
+		case lead < 4 && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+			inFence, fence = true, t[:3]
+			b.WriteString(line)
+		case !blank && (lead >= 4 || strings.HasPrefix(body, "\t")) && (prevCode || (prevBlank && !inList)):
+			prevCode = true // indented code block
+			b.WriteString(line)
+		default:
+			prevCode = prevCode && blank
+			if !blank {
+				inList = isListItem(t) || (inList && lead > 0) || (inList && !prevBlank)
+			}
+			b.WriteString(escapeLine(line))
+		}
+		prevBlank = blank
+	}
+	return b.String()
+}
+
+// isListItem reports whether a line (leading spaces removed) starts a list
+// item: "- ", "* ", "+ " or "1. " / "1) ".
+func isListItem(t string) bool {
+	if len(t) >= 2 && strings.ContainsRune("-*+", rune(t[0])) && t[1] == ' ' {
+		return true
+	}
+	i := 0
+	for i < len(t) && i < 9 && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(t) && (t[i] == '.' || t[i] == ')') && t[i+1] == ' '
+}
+
+// escapeLine escapes '<' outside code spans and autolinks in one line.
+func escapeLine(line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line):
+			b.WriteString(line[i : i+2]) // an escape the author wrote
+			i += 2
+		case c == '`':
+			n := 0
+			for i+n < len(line) && line[i+n] == '`' {
+				n++
+			}
+			run := line[i : i+n]
+			end := closingRun(line, i+n, n)
+			if end < 0 {
+				b.WriteString(run)
+				i += n
+				continue
+			}
+			b.WriteString(line[i : end+n]) // the code span, verbatim
+			i = end + n
+		case c == '<':
+			if n := autolinkLen(line[i:]); n > 0 {
+				b.WriteString(line[i : i+n])
+				i += n
+				continue
+			}
+			if i+1 < len(line) && (isASCIILetter(line[i+1]) || strings.IndexByte("/!?", line[i+1]) >= 0) {
+				b.WriteString("\\<")
+			} else {
+				b.WriteByte('<')
+			}
+			i++
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// closingRun finds the next run of exactly n backticks at or after from.
+func closingRun(line string, from, n int) int {
+	for j := from; j < len(line); {
+		if line[j] != '`' {
+			j++
+			continue
+		}
+		k := j
+		for k < len(line) && line[k] == '`' {
+			k++
+		}
+		if k-j == n {
+			return j
+		}
+		j = k
+	}
+	return -1
+}
+
+// autolinkLen is the length of a CommonMark URI autolink at the start of s
+// (<scheme:...>), or 0.
+func autolinkLen(s string) int {
+	i := 1
+	for i < len(s) && i <= 33 && (isASCIILetter(s[i]) || (i > 1 && (s[i] >= '0' && s[i] <= '9' || s[i] == '+' || s[i] == '.' || s[i] == '-'))) {
+		i++
+	}
+	if i < 3 || i >= len(s) || s[i] != ':' {
+		return 0
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '>':
+			return j + 1
+		case c == '<' || c == ' ' || c < 0x20:
+			return 0
+		}
+	}
+	return 0
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // tidy trims trailing spaces of every line and drops leading and trailing
 // blank lines.

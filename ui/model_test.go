@@ -317,7 +317,7 @@ func TestKVCommand(t *testing.T) {
 		t.Errorf("UpdateSettings = %+v", us.Settings)
 	}
 	s := screen(m)
-	if !strings.Contains(s, "300/64 live") || !strings.Contains(s, "kv cap 64 tokens") {
+	if !strings.Contains(s, "300/64 live") || !strings.Contains(s, "kv cap 64 tokens; the 300 live tokens are trimmed to it when the next answer starts") {
 		t.Errorf("/kv 64 not reflected:\n%s", s)
 	}
 	events(m, engine.SettingsChanged{Header: hdr(id, 0), Settings: us.Settings})
@@ -929,6 +929,39 @@ func TestStatsAfterContinuedTurn(t *testing.T) {
 				if strings.Contains(s, w) {
 					t.Errorf("%q on screen:\n%s", w, s)
 				}
+			}
+		})
+	}
+}
+
+// TestMarkdownKeepsAngleBrackets: text that looks like raw HTML is shown as
+// written (glamour would drop it), while code and autolinks keep their
+// markdown meaning.
+func TestMarkdownKeepsAngleBrackets(t *testing.T) {
+	md, err := newMarkdown("dark", 80, termenv.Ascii)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, in, want string
+	}{
+		{"include", "#include <vector> is C++", "#include <vector> is C++"},
+		{"tags", "wrap it in <b>bold</b> please", "wrap it in <b>bold</b> please"},
+		{"closing and comment", "</div> and <!-- note -->", "</div> and <!-- note -->"},
+		{"comparison", "1 < 2 and a<b", "1 < 2 and a<b"},
+		{"code span", "use `<div>` here", "use  <div>  here"},
+		{"double-backtick span", "``a `<x>` b``", "a `<x>` b"},
+		{"fenced code", "```\n<vector>\n```", "<vector>"},
+		{"indented code", "text\n\n    <tag> in code\n\nafter <x>", "text\n\n    <tag> in code\n\n  after <x>"},
+		{"escaped by the author", `a \<div\> b`, "a <div> b"},
+		{"autolink", "see <https://example.org> ok", "see https://example.org ok"},
+		{"list item", "- item <a>", "• item <a>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stripANSI(md.render(tc.in))
+			if strings.TrimSpace(got) != strings.TrimSpace(tc.want) {
+				t.Fatalf("render(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
 	}
