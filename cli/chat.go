@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"mlxchat/engine"
 	"mlxchat/models/hub"
+	"mlxchat/themes"
 	"mlxchat/ui"
 )
 
@@ -17,6 +19,11 @@ func chatCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	// line, before the screen is taken over.
 	if res, _, err := hub.Locate(model, hub.Options{}); err != nil && (res.Repo == "" || !errors.Is(err, fs.ErrNotExist)) {
 		return err
+	}
+	if c.theme != "" {
+		if _, err := themes.Get(c.theme, false); err != nil {
+			return usageErr(fmt.Errorf("--theme: %w", err))
+		}
 	}
 	if !io_.StdinIsTerminal && !io_.ForceTUI {
 		return usageErr(errors.New("the chat needs a terminal on stdin; use mlxchat run MODEL for scripts"))
@@ -53,6 +60,7 @@ func chatCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		ConfigPath:  c.configPath,
 		Input:       io_.Stdin,
 		Output:      io_.Stdout,
+		Report:      io_.Stderr,
 	})
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -49,6 +49,9 @@ func TestChatOpensTUI(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, out.String())
 		}
+		if !strings.Contains(out.String(), "conversation saved to ") {
+			t.Fatalf("no line saying where the conversation was saved:\n%s", out.String())
+		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the chat did not quit on Ctrl+C twice")
 	}

@@ -225,6 +225,7 @@ func TestBadUsage(t *testing.T) {
 		{"bad list", []string{"bench", "m", "--prompt-lens", "128,x"}, 2, []string{"--prompt-lens", "comma-separated"}},
 		{"max kv under sink", []string{"--max-kv-size", "4", "m"}, 2, []string{"--max-kv-size 4", "sink"}},
 		{"bad backend", []string{"--backend", "cuda", "m"}, 2, []string{"--backend", "cpu, metal or vulkan"}},
+		{"bad theme", []string{"--theme", "neon", dir}, 2, []string{"--theme", `unknown theme "neon"`, "dark"}},
 		{"flag for another command", []string{"--prompt-file", "x", dir}, 2, []string{"--prompt-file is for mlxchat run"}},
 		{"missing model", []string{"run"}, 2, []string{"missing MODEL"}},
 		{"two models", []string{"run", "a", "b"}, 2, []string{"want one MODEL"}},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -59,6 +60,10 @@ type Options struct {
 	// Input and Output replace the terminal (tests); nil = stdin/stdout.
 	Input  io.Reader
 	Output io.Writer
+	// Report, when set, gets one line after the screen is restored saying
+	// where the conversation (draft included) was saved and how to reopen
+	// it; nothing when nothing was saved.
+	Report io.Writer
 	// Inline keeps the main screen instead of the alternate screen and
 	// does not capture the mouse (tests, or terminals that need it).
 	Inline bool
@@ -143,6 +148,11 @@ func Run(ctx context.Context, opts Options) error {
 		m.saveDraft(false)
 	}()
 	saveErr := m.saver.flush()
+	if p := m.saver.currentPath(); opts.Report != nil && p != "" && saveErr == nil {
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintf(opts.Report, "conversation saved to %s (reopen it with /load %s)\n", p, strings.TrimSuffix(filepath.Base(p), ".json"))
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		// The caller ended the session; the engine may have closed first.

@@ -50,11 +50,12 @@ func TestRunChatAndQuit(t *testing.T) {
 	out := &syncBuffer{}
 	state := t.TempDir()
 	errc := make(chan error, 1)
+	report := &syncBuffer{}
 	go func() {
 		errc <- Run(context.Background(), Options{
 			Engine: fe, ModelName: "tiny", Settings: engine.DefaultSettings(),
 			ConfigPath: writeConfig(t, `{"theme": "light"}`), StateDir: state,
-			NoColor: true, Input: inR, Output: out, Inline: true,
+			NoColor: true, Input: inR, Output: out, Inline: true, Report: report,
 		})
 	}()
 	fe.ch <- engine.ModelLoading{Stage: "loading weights", Done: 1, Total: 2}
@@ -95,6 +96,10 @@ func TestRunChatAndQuit(t *testing.T) {
 	c := readConv(t, files[0])
 	if len(c.Messages) != 2 || c.Messages[1].Content != "Hello from the model" || c.Draft != "draft" {
 		t.Errorf("autosaved conversation: %+v", c)
+	}
+	name := strings.TrimSuffix(filepath.Base(files[0]), ".json")
+	if want := "conversation saved to " + files[0] + " (reopen it with /load " + name + ")\n"; report.String() != want {
+		t.Errorf("exit report %q, want %q", report.String(), want)
 	}
 }
 
