@@ -42,6 +42,48 @@ func compare(t testing.TB, what string, got []float32, want []float64, atol, rto
 	}
 }
 
+// quantSlack is, per output of x·wᵀ for quantized w, how far the SIMD
+// decode path may stray from exact arithmetic because it rounds each group
+// of x to int16: each x moves by at most max|x over its group|/65534 and
+// multiplies the integer part s·q = w - b of its weight. It is added to
+// the ordinary float tolerance.
+func quantSlack(t testing.TB, m *tensor.Matrix, wd, x []float32, n int) []float64 {
+	t.Helper()
+	biases, err := m.Biases.ToF32()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, gs := m.In, m.GroupSize
+	groups := in / gs
+	slack := make([]float64, n*m.Out)
+	for r := 0; r < n; r++ {
+		for o := 0; o < m.Out; o++ {
+			var s float64
+			for g := 0; g < groups; g++ {
+				var mx, wsum float64
+				for i := g * gs; i < (g+1)*gs; i++ {
+					mx = math.Max(mx, math.Abs(float64(x[r*in+i])))
+					wsum += math.Abs(float64(wd[o*in+i]) - float64(biases[o*groups+g]))
+				}
+				s += 1.01 * mx / 65534 * wsum
+			}
+			slack[r*m.Out+o] = s
+		}
+	}
+	return slack
+}
+
+// compareSlack is compare with a per-element allowance added.
+func compareSlack(t testing.TB, what string, got []float32, want, slack []float64, atol, rtol float64) {
+	t.Helper()
+	for i := range got {
+		g := float64(got[i])
+		if math.IsNaN(g) || math.Abs(g-want[i]) > slack[i]+atol+rtol*math.Abs(want[i]) {
+			t.Fatalf("%s: elem %d = %g, want %g (slack %g)", what, i, g, want[i], slack[i])
+		}
+	}
+}
+
 // refMatMul is y[r][o] = Σ_i x[r][i]·w[o][i] in float64.
 func refMatMul(x []float32, w []float32, n, in, out int) []float64 {
 	y := make([]float64, n*out)
@@ -121,7 +163,8 @@ func TestMatMulQuantized(t *testing.T) {
 						if err := b.MatMul(dst, mustT(t, xv, sz.n, sz.in), m); err != nil {
 							t.Fatal(err)
 						}
-						compare(t, "qmatmul", dst.F32(), refMatMul(xv, wd, sz.n, sz.in, sz.out), 1e-4, 1e-4)
+						compareSlack(t, "qmatmul", dst.F32(), refMatMul(xv, wd, sz.n, sz.in, sz.out),
+							quantSlack(t, m, wd, xv, sz.n), 1e-4, 1e-4)
 					}
 				}
 			}
@@ -492,8 +535,9 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 }
 
 // TestSIMDMatchesPortable runs the assembly and portable paths on odd sizes:
-// x row counts that are not multiples of 4, group counts that need padding,
-// odd output counts and tile boundaries.
+// x row counts that are not multiples of 4 (the leftover rows take the
+// int16 decode kernels), group counts that need padding, odd output counts
+// and tile boundaries.
 func TestSIMDMatchesPortable(t *testing.T) {
 	if !haveSIMD() {
 		t.Skip("no AVX2/FMA/F16C on this machine")
@@ -528,7 +572,7 @@ func TestSIMDMatchesPortable(t *testing.T) {
 					t.Fatal(err)
 				}
 				ref := refMatMul(xv, wd, sh.n, sh.in, sh.out)
-				compare(t, "simd q", a.F32(), ref, 1e-4, 1e-4)
+				compareSlack(t, "simd q", a.F32(), ref, quantSlack(t, m, wd, xv, sh.n), 1e-4, 1e-4)
 				compare(t, "portable q", b.F32(), ref, 1e-4, 1e-4)
 			}
 		}
@@ -663,6 +707,34 @@ func TestCloseDuringOps(t *testing.T) {
 	for g := 0; g < 3; g++ {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestQuantizeX16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := randF32(rng, 128, 3)
+	x[5] = 0
+	for i := 64; i < 96; i++ {
+		x[i] = 0 // an all-zero group
+	}
+	for _, inter := range []bool{false, true} {
+		xq := make([]int16, len(x))
+		sx := make([]float32, 4)
+		quantizeX16(xq, sx, x, 32, inter)
+		if sx[2] != 0 {
+			t.Fatalf("all-zero group has scale %g", sx[2])
+		}
+		for i, v := range x {
+			j := i
+			if inter {
+				k := i & 31
+				j = i&^31 + (k&1)*16 + k>>1
+			}
+			back := float64(xq[j]) * float64(sx[i/32])
+			if math.Abs(back-float64(v)) > float64(sx[i/32])*0.5001+1e-12 {
+				t.Fatalf("interleave %v: x[%d] = %g comes back as %g", inter, i, v, back)
+			}
 		}
 	}
 }

@@ -9,6 +9,9 @@
 // bytes of x; a group has steps = groupSize/16 of them (2, 4 or 8).
 // (The 4-bit x layout is refined further: see DEC4.)
 
+DATA wmask<>+0(SB)/2, $0x000f
+GLOBL wmask<>(SB), RODATA|NOPTR, $2
+
 #define HSUM(y, x, xt) VEXTRACTF128 $1, y, xt; VADDPS xt, x, x; VHADDPS x, x, x; VHADDPS x, x, x
 
 // 4-bit decode of 8 bytes at wo(AX): whole bytes (16·hi+lo) -> wa, high
@@ -18,9 +21,6 @@
 
 // 8-bit decode of 16 bytes at wo(AX): bytes 0-7 -> wa, bytes 8-15 -> wb.
 #define DEC8(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPMOVZXBD wo+8(AX), wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
-
-// One x row: acc += w·x at xo(BX).
-#define FMA1(xo, wa, wb, acca, accb) VFMADD231PS xo(BX), wa, acca; VFMADD231PS xo+32(BX), wb, accb
 
 // Four x rows at (BX), (BX)(R14*1), (DX), (DX)(R14*1); Y0..Y7 accumulate.
 #define FMA4(wa, wb) \
@@ -33,52 +33,8 @@
 	VFMADD231PS (DX)(R14*1), wa, Y6; \
 	VFMADD231PS 32(DX)(R14*1), wb, Y7
 
-// One step of a single-row kernel: decode 16 elements at wo(AX) into
-// Y8/Y9 and multiply (first steps of a group) or accumulate (later steps)
-// with x at xo(BX).
-#define M4(wo, xo, acca, accb) DEC4(wo, Y8, Y9); VMULPS xo(BX), Y8, acca; VMULPS xo+32(BX), Y9, accb
-#define F4(wo, xo, acca, accb) DEC4(wo, Y10, Y11); FMA1(xo, Y10, Y11, acca, accb)
-#define M8(wo, xo, acca, accb) DEC8(wo, Y8, Y9); VMULPS xo(BX), Y8, acca; VMULPS xo+32(BX), Y9, accb
-#define F8(wo, xo, acca, accb) DEC8(wo, Y10, Y11); FMA1(xo, Y10, Y11, acca, accb)
-
-// Whole groups, unrolled: 32, 64 or 128 elements into partial sums Y1, Y2.
-// Each group starts fresh chains (VMULPS), so out-of-order execution
-// overlaps consecutive groups and two accumulators suffice.
-#define G4_32 M4(0, 0, Y1, Y2); F4(8, 64, Y1, Y2)
-#define G4_64 G4_32; F4(16, 128, Y1, Y2); F4(24, 192, Y1, Y2)
-#define G4_128 G4_64; F4(32, 256, Y1, Y2); F4(40, 320, Y1, Y2); F4(48, 384, Y1, Y2); F4(56, 448, Y1, Y2)
-#define G8_32 M8(0, 0, Y1, Y2); F8(16, 64, Y1, Y2)
-#define G8_64 G8_32; F8(32, 128, Y1, Y2); F8(48, 192, Y1, Y2)
-#define G8_128 G8_64; F8(64, 256, Y1, Y2); F8(80, 320, Y1, Y2); F8(96, 384, Y1, Y2); F8(112, 448, Y1, Y2)
-
-// Single-row kernel prologue and per-row parts; see q4x1g64 for the
-// argument list. Registers: DI weight row, SI scales row, R8 biases row,
-// R9 xs, R12 dst, R10 groups, R13 gpad, AX weight cursor, BX x cursor,
-// CX group index, Y0 row total.
-#define Q1ENTRY \
-	MOVQ w+0(FP), DI; \
-	MOVQ s+8(FP), SI; \
-	MOVQ b+16(FP), R8; \
-	MOVQ xs+32(FP), R9; \
-	MOVQ dst+40(FP), R12; \
-	MOVQ groups+56(FP), R10; \
-	MOVQ gpad+64(FP), R13
-
-#define Q1ROW \
-	MOVQ DI, AX; \
-	MOVQ x+24(FP), BX; \
-	VXORPS Y0, Y0, Y0; \
-	XORQ CX, CX
-
-#define Q1SCALE(wadv, xadv) \
-	VADDPS Y2, Y1, Y1; \
-	VBROADCASTSS (SI)(CX*4), Y5; \
-	VFMADD231PS Y5, Y1, Y0; \
-	ADDQ $wadv, AX; \
-	ADDQ $xadv, BX; \
-	INCQ CX; \
-	CMPQ CX, R10
-
+// Bias part of the single-row kernels: Y0 += Σ_g b_g·xs_g over gpad
+// groups (R8 biases row, R9 xs, R13 gpad).
 #define Q1BIASSETUP XORQ CX, CX
 
 #define Q1BIASBODY \
@@ -87,14 +43,67 @@
 	ADDQ $8, CX; \
 	CMPQ CX, R13
 
-#define Q1STORE \
+
+// Integer single-row kernels (decode): x is quantized per group to int16
+// (x ≈ sx·xq with sx = max|x|/32767), codes are widened to int16 and
+// VPMADDWD forms exact integer partial dots, converted to float once per
+// group and scaled by s·sx. About half the vector work of the float path,
+// which decode needs to keep up with memory. For 4 bits, x is laid out
+// per 32 elements as [16 even][16 odd] to match low and high nibbles of
+// 16 packed bytes; for 8 bits it is in natural order. Sums cannot
+// overflow: at most 16 products of 255·32767 per int32 lane and group.
+// Registers: DI weight row, SI scales row, R8 biases row, R9 xs, R11 sx
+// (one float per group), R12 dst, R10 groups, R13 gpad, AX weight cursor,
+// BX x cursor, CX group index, Y0 row total.
+#define I4FIRST(wo, xo) VPMOVZXBW wo(AX), Y8; VPSRLW $4, Y8, Y9; VPAND Y15, Y8, Y8; VPMADDWD xo(BX), Y8, Y1; VPMADDWD xo+32(BX), Y9, Y2
+#define I4NEXT(wo, xo) VPMOVZXBW wo(AX), Y10; VPSRLW $4, Y10, Y11; VPAND Y15, Y10, Y10; VPMADDWD xo(BX), Y10, Y10; VPMADDWD xo+32(BX), Y11, Y11; VPADDD Y10, Y1, Y1; VPADDD Y11, Y2, Y2
+#define I8FIRST(wo, xo, acc) VPMOVZXBW wo(AX), Y8; VPMADDWD xo(BX), Y8, acc
+#define I8NEXT(wo, xo, acc) VPMOVZXBW wo(AX), Y10; VPMADDWD xo(BX), Y10, Y10; VPADDD Y10, acc, acc
+
+#define IG4_32 I4FIRST(0, 0)
+#define IG4_64 IG4_32; I4NEXT(16, 64)
+#define IG4_128 IG4_64; I4NEXT(32, 128); I4NEXT(48, 192)
+#define IG8_32 I8FIRST(0, 0, Y1); I8FIRST(16, 32, Y2)
+#define IG8_64 IG8_32; I8NEXT(32, 64, Y1); I8NEXT(48, 96, Y2)
+#define IG8_128 IG8_64; I8NEXT(64, 128, Y1); I8NEXT(80, 160, Y2); I8NEXT(96, 192, Y1); I8NEXT(112, 224, Y2)
+
+#define QIENTRY \
+	MOVQ w+0(FP), DI; \
+	MOVQ s+8(FP), SI; \
+	MOVQ b+16(FP), R8; \
+	MOVQ sx+32(FP), R11; \
+	MOVQ xs+40(FP), R9; \
+	MOVQ dst+48(FP), R12; \
+	MOVQ groups+64(FP), R10; \
+	MOVQ gpad+72(FP), R13; \
+	VPBROADCASTW wmask<>(SB), Y15
+
+#define QIROW \
+	MOVQ DI, AX; \
+	MOVQ xq+24(FP), BX; \
+	VXORPS Y0, Y0, Y0; \
+	XORQ CX, CX
+
+#define QISCALE(wadv, xadv) \
+	VPADDD Y2, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS (SI)(CX*4), Y5; \
+	VBROADCASTSS (R11)(CX*4), Y6; \
+	VMULPS Y6, Y5, Y5; \
+	VFMADD231PS Y5, Y1, Y0; \
+	ADDQ $wadv, AX; \
+	ADDQ $xadv, BX; \
+	INCQ CX; \
+	CMPQ CX, R10
+
+#define QISTORE \
 	HSUM(Y0, X0, X1); \
 	VMOVSS X0, (R12); \
 	ADDQ $4, R12; \
 	ADDQ wstride+80(FP), DI; \
 	LEAQ (SI)(R13*4), SI; \
 	LEAQ (R8)(R13*4), R8; \
-	DECQ rows+48(FP)
+	DECQ rows+56(FP)
 
 
 // Tail of the 4-row kernels, in three parts around the bias loop label:
@@ -169,128 +178,128 @@
 	VXORPS Y11, Y11, Y11; \
 	XORQ CX, CX
 
-// func q4x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q4x1g32(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q4x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q4x1i32(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G4_32
-	Q1SCALE(16, 128)
+	IG4_32
+	QISCALE(16, 64)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET
 
-// func q4x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q4x1g64(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q4x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q4x1i64(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G4_64
-	Q1SCALE(32, 256)
+	IG4_64
+	QISCALE(32, 128)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET
 
-// func q4x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q4x1g128(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q4x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q4x1i128(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G4_128
-	Q1SCALE(64, 512)
+	IG4_128
+	QISCALE(64, 256)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET
 
-// func q8x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q8x1g32(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q8x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q8x1i32(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G8_32
-	Q1SCALE(32, 128)
+	IG8_32
+	QISCALE(32, 64)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET
 
-// func q8x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q8x1g64(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q8x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q8x1i64(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G8_64
-	Q1SCALE(64, 256)
+	IG8_64
+	QISCALE(64, 128)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET
 
-// func q8x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
-TEXT ·q8x1g128(SB), NOSPLIT, $0-88
-	Q1ENTRY
+// func q8x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+TEXT ·q8x1i128(SB), NOSPLIT, $0-88
+	QIENTRY
 
 row:
-	Q1ROW
+	QIROW
 
 group:
-	G8_128
-	Q1SCALE(128, 512)
+	IG8_128
+	QISCALE(128, 256)
 	JLT group
 	Q1BIASSETUP
 
 bias:
 	Q1BIASBODY
 	JLT bias
-	Q1STORE
+	QISTORE
 	JNZ row
 	VZEROUPPER
 	RET

@@ -264,6 +264,18 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 		xp = *xpBuf
 		permute16(xp, x)
 	}
+	// Rows left over after blocks of four go through the int16 kernels.
+	var xq []int16
+	var sx []float32
+	if rest := n % 4; rest > 0 {
+		xq = make([]int16, n*in)
+		sxBuf := b.getBuf(n * groups)
+		defer b.putBuf(sxBuf)
+		sx = *sxBuf
+		for r := n - rest; r < n; r++ {
+			quantizeX16(xq[r*in:(r+1)*in], sx[r*groups:(r+1)*groups], x[r*in:(r+1)*in], gs, w.Bits == 4)
+		}
+	}
 	wstride := in * w.Bits / 8
 	steps := gs / 16
 	tile := min(max((256<<10)/wstride, 8), 1024)
@@ -288,8 +300,8 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 					rows, groups, gpad, steps, wstride, out*4, in*4, gpad*4)
 			}
 			for ; r < n; r++ {
-				qmatSIMD(w.Bits, wp, &s[0], &bias[0], &xp[r*in], &xs[r*gpad], &dst[r*out+t0],
-					rows, groups, gpad, steps, wstride)
+				qmatIntSIMD(w.Bits, gs, wp, &s[0], &bias[0], &xq[r*in], &sx[r*groups], &xs[r*gpad], &dst[r*out+t0],
+					rows, groups, gpad, wstride)
 			}
 		}
 	})
@@ -342,4 +354,46 @@ func (b *Backend) matmulDenseSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 			}
 		}
 	})
+}
+
+// quantizeX16 writes one row of x as int16 per group of gs values,
+// x ≈ sx[g]·xq, with sx[g] = max|x|/32767 over the group (0 for an all-zero
+// group). With interleave (4-bit weights) each block of 32 is laid out as
+// its 16 even-indexed values then its 16 odd-indexed ones.
+func quantizeX16(xq []int16, sx, x []float32, gs int, interleave bool) {
+	for g := range len(x) / gs {
+		blk := x[g*gs : (g+1)*gs]
+		var m float32
+		for _, v := range blk {
+			m = max(m, abs32(v))
+		}
+		var inv float32
+		sx[g] = 0
+		if m > 0 {
+			sx[g] = m / 32767
+			inv = 32767 / m
+		}
+		out := xq[g*gs : (g+1)*gs]
+		for i, v := range blk {
+			q := v * inv
+			if q >= 0 {
+				q += 0.5
+			} else {
+				q -= 0.5
+			}
+			j := i
+			if interleave {
+				k := i & 31
+				j = i&^31 + (k&1)*16 + k>>1
+			}
+			out[j] = int16(int32(q))
+		}
+	}
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -13,28 +13,29 @@ func haveSIMD() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF1
 
 // Quantized kernels: see kernels_amd64.s. rows output rows starting at w
 // (wstride bytes apart), scales s and biases b as float32 rows of gpad,
-// x (permuted for 4 bits) and its group sums xs; results go to dst[0],
-// dst[1], ... (one float per output row). The x4 forms take four x rows
-// xstride bytes apart (group sums xsstride apart) and write four dst rows
-// dstride bytes apart.
+// and the group sums xs of x; results go to dst[0], dst[1], ... (one float
+// per output row). The single-row (decode) kernels take x as int16 per
+// group (xq, scales sx); the x4 forms take four float x rows (permuted for
+// 4 bits) xstride bytes apart, group sums xsstride apart, and write four
+// dst rows dstride bytes apart.
 
 //go:noescape
-func q4x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q4x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
-func q4x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q4x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
-func q4x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q4x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
-func q8x1g32(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q8x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
-func q8x1g64(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q8x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
-func q8x1g128(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int)
+func q8x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
 
 //go:noescape
 func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
@@ -57,23 +58,24 @@ func cvtBF16AVX(dst *float32, src *uint16, n int)
 //go:noescape
 func cvtF16AVX(dst *float32, src *uint16, n int)
 
-// qmatSIMD runs the single-row kernel for bits and group size 16·steps.
-func qmatSIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int) {
+// qmatIntSIMD runs the int16-activation single-row kernel for bits and
+// group size gs.
+func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
 	switch {
-	case bits == 4 && steps == 2:
-		q4x1g32(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	case bits == 4 && steps == 4:
-		q4x1g64(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	case bits == 4 && steps == 8:
-		q4x1g128(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	case bits == 8 && steps == 2:
-		q8x1g32(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	case bits == 8 && steps == 4:
-		q8x1g64(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
-	case bits == 8 && steps == 8:
-		q8x1g128(w, s, b, x, xs, dst, rows, groups, gpad, steps, wstride)
+	case bits == 4 && gs == 32:
+		q4x1i32(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+	case bits == 4 && gs == 64:
+		q4x1i64(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+	case bits == 4 && gs == 128:
+		q4x1i128(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+	case bits == 8 && gs == 32:
+		q8x1i32(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+	case bits == 8 && gs == 64:
+		q8x1i64(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+	case bits == 8 && gs == 128:
+		q8x1i128(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
 	default:
-		panic("cpu: no single-row kernel for this bits/group size") // callers check simdGroup first
+		panic("cpu: no int16 kernel for this bits/group size") // callers check first
 	}
 }
 

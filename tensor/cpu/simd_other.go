@@ -4,10 +4,6 @@ package cpu
 
 func haveSIMD() bool { return false }
 
-func qmatSIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride int) {
-	panic("cpu: SIMD kernel called without SIMD support")
-}
-
 func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int) {
 	panic("cpu: SIMD kernel called without SIMD support")
 }
@@ -31,3 +27,7 @@ func cvtSIMD(dst []float32, src []uint16, f16 bool) {
 func bytePtr(b []byte) *byte { return &b[0] }
 
 func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
+
+func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
