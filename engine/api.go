@@ -300,6 +300,10 @@ type Stats struct {
 	PromptTokens     int // tokens of the rendered prompt
 	ReusedTokens     int // of those, tokens already fed to the cache (not prefilled again)
 	ReusedTrimmed    int // of the reused tokens, how many had been trimmed before this request (no longer attended)
+	// CacheRestart says why the cache was emptied and the whole prompt
+	// prefilled although it held tokens ("" = it was continued, or empty);
+	// one of the Restart* values.
+	CacheRestart string
 	PrefillTokens    int // of those, tokens actually prefilled
 	PromptTokPerSec  float64
 	DecodeTokens     int
@@ -310,6 +314,23 @@ type Stats struct {
 	MemoryBytes      int64 // Go heap in use plus mapped weights, approximately
 	KVBytes          int64 // bytes held by the KV cache
 }
+
+// Why a Generate request could not continue the cache (Stats.CacheRestart).
+const (
+	// RestartEmpty: the cache held nothing to continue (first turn, after
+	// Reset or an Error); never reported in Stats.
+	RestartEmpty = "empty"
+	// RestartHistory: the conversation's tokens no longer start with what
+	// the cache was fed (an edited turn, another system prompt, or an
+	// answer whose text re-tokenizes differently).
+	RestartHistory = "history changed"
+	// RestartNothingNew: the prompt adds no token to what was fed (the
+	// same conversation sent again).
+	RestartNothingNew = "nothing new"
+	// RestartCapRaised: the cache trimmed under a lower MaxKV than the
+	// current one, so a full prefill restores the context now affordable.
+	RestartCapRaised = "cap raised"
+)
 
 // DoneReason says why an answer ended.
 type DoneReason string

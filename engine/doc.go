@@ -16,8 +16,8 @@
 // Otherwise (history edited, the answer re-tokenized differently, another
 // system prompt, the prompt identical, an earlier error, or the cache
 // trimmed under a lower MaxKV than the current one) the cache is reset and
-// the whole prompt is prefilled. Stats (ReusedTokens, ReusedTrimmed) and
-// PrefillProgress report the reuse.
+// the whole prompt is prefilled. Stats (ReusedTokens, ReusedTrimmed,
+// CacheRestart) and PrefillProgress report the reuse or why there was none.
 //
 // MaxKV is enforced by kvcache at the start of every chunk (prefill chunks
 // are clamped to kvcache's MaxChunk, decode steps are chunks of one); the

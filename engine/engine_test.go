@@ -429,12 +429,15 @@ func TestContinueAfterTrim(t *testing.T) {
 		t.Fatalf("turn 2 generated %d tokens; %d forward calls returned non-finite logits", d2.Tokens, wm.nonFiniteCalls())
 	}
 
-	fullPrefill := func(name string, conv []Message, set *Settings) {
+	if st.CacheRestart != "" {
+		t.Fatalf("continued turn reports a restart %q", st.CacheRestart)
+	}
+	fullPrefill := func(name string, conv []Message, set *Settings, why string) {
 		t.Helper()
 		r := await(t, e, e.Submit(Generate{Conversation: conv, Settings: set}), nil)
 		mustDone(t, r)
-		if r.stats.ReusedTokens != 0 || r.stats.PrefillTokens != r.stats.PromptTokens {
-			t.Fatalf("%s: stats %+v, want a full prefill", name, *r.stats)
+		if r.stats.ReusedTokens != 0 || r.stats.PrefillTokens != r.stats.PromptTokens || r.stats.CacheRestart != why {
+			t.Fatalf("%s: stats %+v, want a full prefill because %q", name, *r.stats, why)
 		}
 		if cs := r.states[0]; cs.Seen > chunk {
 			t.Fatalf("%s: first cache state %+v, want the cache reset before prefill", name, cs)
@@ -442,21 +445,24 @@ func TestContinueAfterTrim(t *testing.T) {
 	}
 	// Edited history after a trim: the fed tokens no longer match.
 	edited := append([]Message{user("the dog" + longPrompt())}, conv2[1:]...)
-	fullPrefill("edited history", edited, nil)
+	fullPrefill("edited history", edited, nil, RestartHistory)
 	// Another system prompt changes the front of the prompt.
 	sys := one
 	sys.System = "be brief"
-	fullPrefill("system prompt", edited, &sys)
+	fullPrefill("system prompt", edited, &sys, RestartHistory)
 	// A raised cap: the trimmed tokens now fit, so they are prefilled again
 	// although the fed history (the last prompt; its one sampled token was
 	// not fed) is a prefix of this one.
 	more := append(append([]Message(nil), edited...), assistant("ok"), user("more"))
 	raised := sys
 	raised.MaxKV = 4 * maxKV
-	fullPrefill("raised cap", more, &raised)
+	fullPrefill("raised cap", more, &raised, RestartCapRaised)
 	off := raised
 	off.MaxKV = 0
-	fullPrefill("cap off", append(more, assistant("ok"), user("all")), &off)
+	fullPrefill("cap off", append(more, assistant("ok"), user("all")), &off, RestartCapRaised)
+	// The same conversation again adds nothing to continue from.
+	again := append(more, assistant("ok"), user("all"))
+	fullPrefill("same prompt", again, &off, RestartNothingNew)
 	if cs := e.w.cacheState(); cs.Trimmed != 0 || cs.Live != cs.Seen {
 		t.Fatalf("after /kv off: %+v, want every token live", cs)
 	}

@@ -100,10 +100,11 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	}
 	cs, _ := w.lm.state()
 	reuse := 0
-	if w.canContinue(ids, cs, s.MaxKV) {
+	if why := w.restartReason(ids, cs, s.MaxKV); why == "" {
 		reuse = len(w.cached)
 		g.stats.ReusedTrimmed = cs.Trimmed
 	} else if cs.Seen > 0 || len(w.cached) > 0 {
+		g.stats.CacheRestart = why
 		if err := w.reset(); err != nil {
 			return nil, err
 		}
@@ -121,21 +122,25 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	return g.decode(ids, logits)
 }
 
-// canContinue reports whether the cache can be continued for the prompt
-// ids by prefilling only what follows the fed history: the history must be
-// a proper prefix of ids and match the cache's count. A trimmed cache
+// restartReason says why the cache cannot be continued for the prompt ids
+// ("" = it can: the fed history is a proper prefix of ids and matches the
+// cache's count, and only the suffix needs a prefill). A trimmed cache
 // (sink + recent window) is continued too, as mlx-lm's rotating cache and
 // llama.cpp's context shift do, since a full prefill would only trim the
 // same tokens again, unless the cap has since been raised or turned off:
 // then a full prefill restores the context the user now has room for.
-func (w *worker) canContinue(ids []int32, cs CacheState, maxKV int) bool {
-	if len(w.cached) == 0 || len(w.cached) >= len(ids) || cs.Seen != len(w.cached) || !hasPrefix(ids, w.cached) {
-		return false
+func (w *worker) restartReason(ids []int32, cs CacheState, maxKV int) string {
+	switch {
+	case len(w.cached) == 0 && cs.Seen == 0:
+		return RestartEmpty
+	case cs.Seen != len(w.cached) || !hasPrefix(ids, w.cached):
+		return RestartHistory
+	case len(w.cached) >= len(ids):
+		return RestartNothingNew
+	case cs.Trimmed > 0 && (maxKV == 0 || maxKV > w.trimCap):
+		return RestartCapRaised
 	}
-	if cs.Trimmed > 0 && (maxKV == 0 || maxKV > w.trimCap) {
-		return false
-	}
-	return true
+	return ""
 }
 
 // systemPrefix is the number of leading prompt tokens that belong to the

@@ -260,12 +260,30 @@ func (m *model) statsText() string {
 		}
 		fmt.Fprintf(&b, "\nprompt %d tokens (%s, %d prefilled) at %.1f tok/s, first token after %s",
 			s.PromptTokens, reused, s.PrefillTokens, s.PromptTokPerSec, s.TimeToFirstToken.Round(1e6))
+		if why := restartText(s.CacheRestart); why != "" {
+			fmt.Fprintf(&b, "\n       the cache started over: %s", why)
+		}
 		fmt.Fprintf(&b, "\ndecode %d tokens at %.1f tok/s in %s", s.DecodeTokens, s.DecodeTokPerSec, s.DecodeTime.Round(1e6))
 		fmt.Fprintf(&b, "\nmemory %s (kv cache %s)", formatBytes(s.MemoryBytes), formatBytes(s.KVBytes))
 	} else {
 		b.WriteString("\nno answer yet")
 	}
 	return b.String()
+}
+
+// restartText explains engine.Stats.CacheRestart for /stats.
+func restartText(why string) string {
+	switch why {
+	case "":
+		return ""
+	case engine.RestartHistory:
+		return "the conversation no longer starts with what the cache holds (an edit, another system prompt, or an answer that re-tokenizes differently)"
+	case engine.RestartCapRaised:
+		return "the kv cap was raised or turned off, so tokens trimmed earlier were prefilled again"
+	case engine.RestartNothingNew:
+		return "the prompt added nothing to what the cache holds"
+	}
+	return why
 }
 
 func (m *model) modelText() string {

@@ -903,7 +903,11 @@ func TestStatsAfterContinuedTurn(t *testing.T) {
 		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 220, PrefillTokens: 20},
 			[]string{"prompt 300 tokens (280 reused of which 220 were already trimmed, 20 prefilled)", "220 of 300 tokens seen are no longer attended"}, nil},
 		{"plain reuse", engine.Stats{PromptTokens: 50, ReusedTokens: 30, PrefillTokens: 20},
-			[]string{"prompt 50 tokens (30 reused, 20 prefilled)"}, []string{"already trimmed"}},
+			[]string{"prompt 50 tokens (30 reused, 20 prefilled)"}, []string{"already trimmed", "started over"}},
+		{"restarted after an edit", engine.Stats{PromptTokens: 50, PrefillTokens: 50, CacheRestart: engine.RestartHistory},
+			[]string{"prompt 50 tokens (0 reused, 50 prefilled)", "the cache started over: the conversation no longer starts with"}, nil},
+		{"restarted after /kv off", engine.Stats{PromptTokens: 50, PrefillTokens: 50, CacheRestart: engine.RestartCapRaised},
+			[]string{"the cache started over: the kv cap was raised or turned off"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
