@@ -297,13 +297,13 @@ type CacheState struct {
 // Stats summarizes one request; sent just before its Done.
 type Stats struct {
 	Header
-	PromptTokens     int // tokens of the rendered prompt
-	ReusedTokens     int // of those, tokens already fed to the cache (not prefilled again)
-	ReusedTrimmed    int // of the reused tokens, how many had been trimmed before this request (no longer attended)
+	PromptTokens  int // tokens of the rendered prompt
+	ReusedTokens  int // of those, tokens already fed to the cache (not prefilled again)
+	ReusedTrimmed int // of the reused tokens, how many had been trimmed before this request (no longer attended)
 	// CacheRestart says why the cache was emptied and the whole prompt
 	// prefilled although it held tokens ("" = it was continued, or empty);
 	// one of the Restart* values.
-	CacheRestart string
+	CacheRestart     string
 	PrefillTokens    int // of those, tokens actually prefilled
 	PromptTokPerSec  float64
 	DecodeTokens     int
