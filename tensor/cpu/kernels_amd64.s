@@ -85,6 +85,7 @@ GLOBL wmask<>(SB), RODATA|NOPTR, $2
 	XORQ CX, CX
 
 #define QISCALE(wadv, xadv) \
+	PREFETCHT0 1024(AX); \
 	VPADDD Y2, Y1, Y1; \
 	VCVTDQ2PS Y1, Y1; \
 	VBROADCASTSS (SI)(CX*4), Y5; \
