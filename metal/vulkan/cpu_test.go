@@ -50,34 +50,39 @@ func TestAgainstCPU(t *testing.T) {
 		tensor.Backend
 		tensor.StreamOps
 	}
+	// tensor/cpu rounds x to int16 per group in its quantized decode
+	// kernels (its tests bound that error); those cases get rtolQ of the
+	// output's largest magnitude, the rest 1e-5 of it.
+	const rtolQ = 3e-3
 	cases := []struct {
 		name  string
 		shape []int
 		run   func(b sb, out *tensor.Tensor) error
+		rtol  float64
 	}{
-		{"q4 decode", []int{1, 96}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x1, q4) }},
-		{"q4 prefill", []int{9, 96}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x9, q4) }},
-		{"q8 rows", []int{3, 40}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x8, q8) }},
-		{"dense bf16", []int{5, 24}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, xd, dense) }},
-		{"gather q4", []int{3, 256}, func(b sb, o *tensor.Tensor) error { return b.Gather(o, q4, []int32{95, 0, 95}) }},
-		{"rmsnorm bf16", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.RMSNorm(o, rows, wn, 1e-6) }},
-		{"rmsnorm plain", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.RMSNorm(o, rows, nil, 1e-6) }},
+		{"q4 decode", []int{1, 96}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x1, q4) }, rtolQ},
+		{"q4 prefill", []int{9, 96}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x9, q4) }, rtolQ},
+		{"q8 rows", []int{3, 40}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, x8, q8) }, rtolQ},
+		{"dense bf16", []int{5, 24}, func(b sb, o *tensor.Tensor) error { return b.MatMul(o, xd, dense) }, 0},
+		{"gather q4", []int{3, 256}, func(b sb, o *tensor.Tensor) error { return b.Gather(o, q4, []int32{95, 0, 95}) }, 0},
+		{"rmsnorm bf16", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.RMSNorm(o, rows, wn, 1e-6) }, 0},
+		{"rmsnorm plain", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.RMSNorm(o, rows, nil, 1e-6) }, 0},
 		{"rope", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error {
 			if err := b.Copy(o, q); err != nil {
 				return err
 			}
 			return b.RoPE(o, 1000, 32, 10000)
-		}},
-		{"attention window sink", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error { return b.Attention(o, q, k, v, mask, 0.17) }},
-		{"gelu", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.GeluTanh(o, rows) }},
-		{"softmax", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Softmax(o, rows) }},
-		{"softcap", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Softcap(o, rows, 2) }},
-		{"mul broadcast", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Mul(o, rows, row0) }},
-		{"gaussian top-k", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.GaussianTopK(o, rows, 1.6448) }},
-		{"match rms", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.MatchRMS(o, rows, ref, 1e-6) }},
-		{"mix streams", []int{2, 3, 32}, func(b sb, o *tensor.Tensor) error { return b.MixStreams(o, streams, coefMix) }},
-		{"add scaled streams", []int{4, 3, 32}, func(b sb, o *tensor.Tensor) error { return b.AddScaledStreams(o, streams, bRow, coefAdd) }},
-		{"swap axes", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error { return b.SwapAxes01(o, streams) }},
+		}, 0},
+		{"attention window sink", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error { return b.Attention(o, q, k, v, mask, 0.17) }, 0},
+		{"gelu", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.GeluTanh(o, rows) }, 0},
+		{"softmax", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Softmax(o, rows) }, 0},
+		{"softcap", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Softcap(o, rows, 2) }, 0},
+		{"mul broadcast", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Mul(o, rows, row0) }, 0},
+		{"gaussian top-k", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.GaussianTopK(o, rows, 1.6448) }, 0},
+		{"match rms", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.MatchRMS(o, rows, ref, 1e-6) }, 0},
+		{"mix streams", []int{2, 3, 32}, func(b sb, o *tensor.Tensor) error { return b.MixStreams(o, streams, coefMix) }, 0},
+		{"add scaled streams", []int{4, 3, 32}, func(b sb, o *tensor.Tensor) error { return b.AddScaledStreams(o, streams, bRow, coefAdd) }, 0},
+		{"swap axes", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error { return b.SwapAxes01(o, streams) }, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +106,11 @@ func TestAgainstCPU(t *testing.T) {
 				w[i] = float64(v)
 				scale = math.Max(scale, math.Abs(w[i]))
 			}
-			near(t, tc.name, got.F32(), w, 1e-5*math.Max(scale, 1), 1e-4)
+			rtol := tc.rtol
+			if rtol == 0 {
+				rtol = 1e-5
+			}
+			near(t, tc.name, got.F32(), w, rtol*math.Max(scale, 1), 1e-4)
 		})
 	}
 }

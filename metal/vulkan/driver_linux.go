@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"mlxchat/metal/gpu"
@@ -55,6 +56,12 @@ type Info struct {
 	OffsetAlign  int64
 	SharedMemory int
 	APIVersion   string
+	// Memory lists the memory types as "flags@heap(size)" for diagnostics
+	// (DL device-local, HV host-visible, HC coherent, CA cached).
+	Memory string
+	// Activations says where Alloc'd buffers go: "device" (device-local
+	// and host-visible when possible) or "host" (host-cached memory).
+	Activations string
 }
 
 // vbuf is a buffer with its own memory allocation.
@@ -151,6 +158,15 @@ func (d *Driver) init() error {
 		return fmt.Errorf("vulkan: %s has only %d bytes of shared memory", d.info.Name, d.info.SharedMemory)
 	}
 	v.GetPhysicalDeviceMemoryProperties(d.pdev, p(&d.mem))
+	d.info.Memory = d.describeMemory()
+	d.info.Activations = "device"
+	switch a := os.Getenv("MLXCHAT_VULKAN_ACTIVATIONS"); a {
+	case "", "device":
+	case "host":
+		d.info.Activations = a
+	default:
+		return fmt.Errorf("vulkan: MLXCHAT_VULKAN_ACTIVATIONS=%q: want device or host", a)
+	}
 
 	var nq uint32
 	v.GetPhysicalDeviceQueueFamilyProperties(d.pdev, p(&nq), nil)
@@ -200,6 +216,30 @@ func (d *Driver) init() error {
 	d.cb = cb
 	fci := &fenceCreateInfo{sType: stFenceCreateInfo}
 	return vkErr("vkCreateFence", v.CreateFence(d.dev, p(fci), nil, p(&d.fence)))
+}
+
+func (d *Driver) describeMemory() string {
+	var sb strings.Builder
+	for i := uint32(0); i < d.mem.memoryTypeCount; i++ {
+		t := d.mem.memoryTypes[i]
+		if i > 0 {
+			sb.WriteString(" ")
+		}
+		for _, f := range []struct {
+			bit  uint32
+			name string
+		}{{memDeviceLocal, "DL"}, {memHostVisible, "HV"}, {memHostCoherent, "HC"}, {memHostCached, "CA"}} {
+			if t.propertyFlags&f.bit != 0 {
+				sb.WriteString(f.name)
+			}
+		}
+		if t.propertyFlags == 0 {
+			sb.WriteString("-")
+		}
+		h := d.mem.memoryHeaps[t.heapIndex]
+		fmt.Fprintf(&sb, "@%d(%dMiB)", t.heapIndex, h.size>>20)
+	}
+	return sb.String()
 }
 
 func cName(b []byte) string {
@@ -290,7 +330,11 @@ const allUsage = bufStorage | bufTransferSrc | bufTransferDst
 // NewBuffer returns a zeroed host-visible, coherent buffer, in device-local
 // memory when the device offers such memory and it has room.
 func (d *Driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
-	b, err := d.newVBuf(int64(size), allUsage|bufUniform, memHostVisible|memHostCoherent|memDeviceLocal, memHostCached, 0)
+	var b *vbuf
+	err := errors.New("host activations")
+	if d.info.Activations == "device" {
+		b, err = d.newVBuf(int64(size), allUsage|bufUniform, memHostVisible|memHostCoherent|memDeviceLocal, memHostCached, 0)
+	}
 	if err != nil {
 		b, err = d.newVBuf(int64(size), allUsage|bufUniform, memHostVisible|memHostCoherent, memHostCached, 0)
 	}

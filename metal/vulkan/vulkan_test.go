@@ -101,8 +101,8 @@ func near(t *testing.T, what string, got []float32, want []float64, atol, rtol f
 func TestDeviceInfo(t *testing.T) {
 	_, d := open(t)
 	info := d.Info()
-	t.Logf("device %q type %s api %s subgroup %d maxRange %d align %d shared %d",
-		info.Name, info.Type, info.APIVersion, info.SubgroupSize, info.MaxRange, info.OffsetAlign, info.SharedMemory)
+	t.Logf("device %q type %s api %s subgroup %d maxRange %d align %d shared %d memory %s activations %s",
+		info.Name, info.Type, info.APIVersion, info.SubgroupSize, info.MaxRange, info.OffsetAlign, info.SharedMemory, info.Memory, info.Activations)
 	if info.SubgroupSize <= 0 || info.MaxRange <= 0 || info.OffsetAlign < 16 {
 		t.Fatalf("implausible device limits %+v", info)
 	}
