@@ -104,7 +104,7 @@ float cvt16(thread const uint& bits, thread const uint& dt)
     return _19;
 }
 
-kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _127 [[buffer(1)]], const device W& _186 [[buffer(2)]], const device S& _216 [[buffer(3)]], const device B& _260 [[buffer(4)]], device D& _435 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _125 [[buffer(1)]], const device W& _190 [[buffer(2)]], const device S& _220 [[buffer(3)]], const device B& _264 [[buffer(4)]], device D& _439 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
 {
     threadgroup float part[512];
     uint r = gl_WorkGroupID.y;
@@ -118,52 +118,55 @@ kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _127 [[buffer
         acc[j] = 0.0;
     }
     spvUnsafeArray<float4, 8> xv;
-    float _210;
-    float _254;
+    float _214;
+    float _258;
     for (uint c = tid; c < cpr; c += 64u)
     {
         uint xb = p.ob1 + (((r * p.n_in) + (c * 32u)) / 4u);
         float xs = 0.0;
         for (uint i = 0u; i < 8u; i++)
         {
-            xv[i] = _127.x[xb + i];
-            xs += ((xv[i].x + xv[i].y) + (xv[i].z + xv[i].w));
+            float4 v = _125.x[xb + i];
+            xs += ((v.x + v.y) + (v.z + v.w));
+            xv[i] = v * float4(1.0, 0.0625, 0.00390625, 0.000244140625);
         }
         uint g = (c * 32u) / p.gsize;
         for (uint j_1 = 0u; j_1 < 8u; j_1++)
         {
             uint row = min((row0 + j_1), (p.n_out - 1u));
-            uint4 wq = _186.w[(p.ob2 + (row * cpr)) + c];
+            uint4 wq = _190.w[(p.ob2 + (row * cpr)) + c];
             uint si = (row * gpr) + g;
             if (p.sdt == 0u)
             {
-                _210 = as_type<float>(_216.sc[p.ob3 + si]);
+                _214 = as_type<float>(_220.sc[p.ob3 + si]);
             }
             else
             {
-                uint param = (_216.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
+                uint param = (_220.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
                 uint param_1 = p.sdt;
-                _210 = cvt16(param, param_1);
+                _214 = cvt16(param, param_1);
             }
-            float s = _210;
+            float s = _214;
             if (p.sdt == 0u)
             {
-                _254 = as_type<float>(_260.bi[p.ob4 + si]);
+                _258 = as_type<float>(_264.bi[p.ob4 + si]);
             }
             else
             {
-                uint param_2 = (_260.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
+                uint param_2 = (_264.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
                 uint param_3 = p.sdt;
-                _254 = cvt16(param_2, param_3);
+                _258 = cvt16(param_2, param_3);
             }
-            float b = _254;
+            float b = _258;
             float d = 0.0;
             for (uint k = 0u; k < 4u; k++)
             {
                 uint word = wq[k];
-                float4 lo = float4(uint4(word, word >> uint(4), word >> uint(8), word >> uint(12)) & uint4(15u));
-                float4 hi = float4(uint4(word >> uint(16), word >> uint(20), word >> uint(24), word >> uint(28)) & uint4(15u));
-                d += (dot(lo, xv[2u * k]) + dot(hi, xv[(2u * k) + 1u]));
+                uint4 lo = uint4(word) & uint4(15u, 240u, 3840u, 61440u);
+                uint4 hi = uint4(word >> uint(16)) & uint4(15u, 240u, 3840u, 61440u);
+                float4 ql = as_type<float4>(lo | uint4(1258291200u)) - float4(8388608.0);
+                float4 qh = as_type<float4>(hi | uint4(1258291200u)) - float4(8388608.0);
+                d += (dot(ql, xv[2u * k]) + dot(qh, xv[(2u * k) + 1u]));
             }
             acc[j_1] += ((s * d) + (b * xs));
         }
@@ -171,31 +174,31 @@ kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _127 [[buffer
     for (uint j_2 = 0u; j_2 < 8u; j_2++)
     {
         float s_1 = simd_sum(acc[j_2]);
-        bool _380 = simd_is_first();
-        if (_380)
+        bool _384 = simd_is_first();
+        if (_384)
         {
             part[(gl_SubgroupID * 8u) + j_2] = s_1;
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    bool _399 = tid < 8u;
-    bool _408;
-    if (_399)
+    bool _403 = tid < 8u;
+    bool _412;
+    if (_403)
     {
-        _408 = (row0 + tid) < p.n_out;
+        _412 = (row0 + tid) < p.n_out;
     }
     else
     {
-        _408 = _399;
+        _412 = _403;
     }
-    if (_408)
+    if (_412)
     {
         float t = 0.0;
         for (uint i_1 = 0u; i_1 < gl_NumSubgroups; i_1++)
         {
             t += part[(i_1 * 8u) + tid];
         }
-        _435.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
+        _439.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
     }
 }
 

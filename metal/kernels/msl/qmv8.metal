@@ -104,7 +104,7 @@ float cvt16(thread const uint& bits, thread const uint& dt)
     return _19;
 }
 
-kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _127 [[buffer(1)]], const device W& _186 [[buffer(2)]], const device S& _216 [[buffer(3)]], const device B& _260 [[buffer(4)]], device D& _411 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _125 [[buffer(1)]], const device W& _188 [[buffer(2)]], const device S& _218 [[buffer(3)]], const device B& _262 [[buffer(4)]], device D& _418 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
 {
     threadgroup float part[512];
     uint r = gl_WorkGroupID.y;
@@ -118,51 +118,52 @@ kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _127 [[buffer
         acc[j] = 0.0;
     }
     spvUnsafeArray<float4, 4> xv;
-    float _210;
-    float _254;
+    float _212;
+    float _256;
     for (uint c = tid; c < cpr; c += 64u)
     {
         uint xb = p.ob1 + (((r * p.n_in) + (c * 16u)) / 4u);
         float xs = 0.0;
         for (uint i = 0u; i < 4u; i++)
         {
-            xv[i] = _127.x[xb + i];
-            xs += ((xv[i].x + xv[i].y) + (xv[i].z + xv[i].w));
+            float4 v = _125.x[xb + i];
+            xs += ((v.x + v.y) + (v.z + v.w));
+            xv[i] = v * float4(1.0, 0.00390625, 1.0, 0.00390625);
         }
         uint g = (c * 16u) / p.gsize;
         for (uint j_1 = 0u; j_1 < 8u; j_1++)
         {
             uint row = min((row0 + j_1), (p.n_out - 1u));
-            uint4 wq = _186.w[(p.ob2 + (row * cpr)) + c];
+            uint4 wq = _188.w[(p.ob2 + (row * cpr)) + c];
             uint si = (row * gpr) + g;
             if (p.sdt == 0u)
             {
-                _210 = as_type<float>(_216.sc[p.ob3 + si]);
+                _212 = as_type<float>(_218.sc[p.ob3 + si]);
             }
             else
             {
-                uint param = (_216.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
+                uint param = (_218.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
                 uint param_1 = p.sdt;
-                _210 = cvt16(param, param_1);
+                _212 = cvt16(param, param_1);
             }
-            float s = _210;
+            float s = _212;
             if (p.sdt == 0u)
             {
-                _254 = as_type<float>(_260.bi[p.ob4 + si]);
+                _256 = as_type<float>(_262.bi[p.ob4 + si]);
             }
             else
             {
-                uint param_2 = (_260.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
+                uint param_2 = (_262.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
                 uint param_3 = p.sdt;
-                _254 = cvt16(param_2, param_3);
+                _256 = cvt16(param_2, param_3);
             }
-            float b = _254;
+            float b = _256;
             float d = 0.0;
             for (uint k = 0u; k < 4u; k++)
             {
                 uint word = wq[k];
-                float4 q = float4(uint4(word, word >> uint(8), word >> uint(16), word >> uint(24)) & uint4(255u));
-                d += dot(q, xv[k]);
+                uint4 q = uint4(word, word, word >> uint(16), word >> uint(16)) & uint4(255u, 65280u, 255u, 65280u);
+                d += dot(as_type<float4>(q | uint4(1258291200u)) - float4(8388608.0), xv[k]);
             }
             acc[j_1] += ((s * d) + (b * xs));
         }
@@ -170,31 +171,31 @@ kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _127 [[buffer
     for (uint j_2 = 0u; j_2 < 8u; j_2++)
     {
         float s_1 = simd_sum(acc[j_2]);
-        bool _356 = simd_is_first();
-        if (_356)
+        bool _363 = simd_is_first();
+        if (_363)
         {
             part[(gl_SubgroupID * 8u) + j_2] = s_1;
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    bool _375 = tid < 8u;
-    bool _384;
-    if (_375)
+    bool _382 = tid < 8u;
+    bool _391;
+    if (_382)
     {
-        _384 = (row0 + tid) < p.n_out;
+        _391 = (row0 + tid) < p.n_out;
     }
     else
     {
-        _384 = _375;
+        _391 = _382;
     }
-    if (_384)
+    if (_391)
     {
         float t = 0.0;
         for (uint i_1 = 0u; i_1 < gl_NumSubgroups; i_1++)
         {
             t += part[(i_1 * 8u) + tid];
         }
-        _411.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
+        _418.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
     }
 }
 
