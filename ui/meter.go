@@ -63,6 +63,45 @@ func meterText(s meterState) string {
 	return t
 }
 
+// meterLevels is how many forms meterTextAt has, from full (0) to the most
+// compact.
+const meterLevels = 4
+
+// meterTextAt is meterText made shorter as level grows, for a status line
+// that must also fit the prefill progress: 1 drops the sliding window, 2
+// abbreviates large counts (12.3k), 3 also drops the seen count.
+func meterTextAt(s meterState, level int) string {
+	if level <= 0 {
+		return meterText(s)
+	}
+	max := "∞"
+	if s.Max > 0 {
+		max = fmt.Sprint(s.Max)
+	}
+	num := func(n int) string { return fmt.Sprint(n) }
+	if level >= 2 {
+		num = shortCount
+	}
+	t := fmt.Sprintf("%d/%s live", s.Live, max)
+	if level < 3 {
+		t += " · " + num(s.Seen) + " seen"
+	}
+	return t + " · " + num(s.Trimmed) + " trimmed"
+}
+
+// shortCount abbreviates counts of 10,000 and more: 12345 -> "12.3k",
+// 2500000 -> "2.5M".
+func shortCount(n int) string {
+	switch {
+	case n < 10_000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+}
+
 // meterPlain is the whole meter without styles:
 // "kv ▕██████▌   ▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512".
 func meterPlain(s meterState) string {

@@ -498,22 +498,26 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 	}
 	if text == "" && (err != nil || reason == engine.DoneCancelled) {
 		// Drop the empty answer and put the question back.
+		// Text typed meanwhile stays, below the question: nothing is lost.
 		q := m.turns[g.turn-1]
 		m.turns = m.turns[:g.turn-1]
-		if m.ta.Value() == "" {
-			m.pastes.reset()
-			if len(q.pastes) > 0 {
-				m.ta.SetValue(q.display)
-				m.pastes.blocks = append([]pasteBlock(nil), q.pastes...)
-			} else {
-				m.ta.SetValue(q.content)
-			}
-			m.afterEdit()
+		back, blocks := q.content, []pasteBlock(nil)
+		if len(q.pastes) > 0 {
+			back, blocks = q.display, append(blocks, q.pastes...)
 		}
+		where := "in the editor"
+		if draft := m.ta.Value(); draft != "" {
+			back += "\n" + draft
+			blocks = append(blocks, m.pastes.blocks...)
+			where = "in the editor, above what you typed meanwhile"
+		}
+		m.ta.SetValue(back)
+		m.pastes.blocks = blocks
+		m.afterEdit()
 		if err != nil {
-			m.setError(fmt.Errorf("answer failed: %w", err))
+			m.setError(fmt.Errorf("answer failed (your message is back %s): %w", where, err))
 		} else {
-			m.setNotice("stopped before the answer began; your message is back in the editor")
+			m.setNotice("stopped before the answer began; your message is back " + where)
 		}
 		m.prefixOK = false
 		m.dirty = true

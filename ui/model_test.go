@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -432,6 +433,53 @@ func TestCancelBeforeAnswerRestoresMessage(t *testing.T) {
 	}
 	if len(m.conversation()) != 0 {
 		t.Errorf("conversation not rolled back: %#v", m.conversation())
+	}
+}
+
+// TestCancelBeforeAnswerKeepsDraft: a pasted question stopped before its
+// answer comes back above what was typed meanwhile (with both pastes), and
+// sending it sends both intact.
+func TestCancelBeforeAnswerKeepsDraft(t *testing.T) {
+	doc := strings.Repeat("a long pasted document line\n", 50)
+	other := strings.Repeat("another pasted block\n", 60)
+	tests := []struct {
+		name  string
+		event func(id engine.RequestID) engine.Event
+		note  string
+	}{
+		{"Esc", func(id engine.RequestID) engine.Event {
+			return engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled}
+		}, "your message is back in the editor, above what you typed meanwhile"},
+		{"error", func(id engine.RequestID) engine.Event {
+			return engine.Error{Header: hdr(id, 0), Err: errors.New("boom")}
+		}, "answer failed (your message is back in the editor, above what you typed meanwhile): boom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 160, Height: 30})
+			ready(m)
+			typeText(m, "Summarize ")
+			paste(m, doc)
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.Generate](t, fe)
+			typeText(m, "and also ")
+			paste(m, other)
+			press(m, tea.KeyEsc)
+			events(m, tc.event(id))
+			want := "Summarize [pasted: ~"
+			if v := m.ta.Value(); !strings.HasPrefix(v, want) || !strings.Contains(v, "\nand also [pasted") {
+				t.Fatalf("editor = %q, want the question, then the draft", v)
+			}
+			if s := screen(m); !strings.Contains(s, tc.note) {
+				t.Fatalf("notice %q missing:\n%s", tc.note, s)
+			}
+			press(m, tea.KeyEnter)
+			g, _ := lastOf[engine.Generate](t, fe)
+			if got, want := g.Conversation[len(g.Conversation)-1].Content, "Summarize "+doc+"\nand also "+other; got != want {
+				t.Fatalf("resent message differs:\n got %q\nwant %q", got, want)
+			}
+		})
 	}
 }
 
@@ -968,5 +1016,44 @@ func TestMarkdownKeepsAngleBrackets(t *testing.T) {
 				t.Fatalf("render(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStatusKeepsPrefillProgress: with big counts on a narrow terminal the
+// meter gets compact instead of hiding the prefill progress.
+func TestStatusKeepsPrefillProgress(t *testing.T) {
+	tests := []struct {
+		width     int
+		want, not []string
+	}{
+		{140, []string{"64/64 live · 2096 seen · 2032 trimmed · swa 8", "prefill 131/45214 chunks"}, nil},
+		{100, []string{"64/64 live · 2096 seen · 2032 trimmed", "prefill 131/45214 chunks"}, []string{"swa 8"}},
+		{86, []string{"64/64 live · 2032 trimmed", "prefill 131/45214 chunks"}, []string{"seen"}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.width), func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: tc.width, Height: 20})
+			ready(m)
+			_, id := send(t, m, fe, "long")
+			events(m,
+				engine.PrefillProgress{Header: hdr(id, time.Second), Chunk: 131, Chunks: 45214, Tokens: 2096, Total: 723420, TokPerSec: 1900},
+				engine.CacheState{Header: hdr(id, time.Second), Live: 64, Max: 64, Seen: 2096, Trimmed: 2032, Window: 8})
+			lines := strings.Split(screen(m), "\n")
+			status := lines[len(lines)-1]
+			for _, w := range tc.want {
+				if !strings.Contains(status, w) {
+					t.Errorf("status %q lacks %q", status, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(status, w) {
+					t.Errorf("status %q has %q", status, w)
+				}
+			}
+		})
+	}
+	if got := meterTextAt(meterState{Live: 64, Max: 64, Seen: 723420, Trimmed: 2_500_000}, 2); got != "64/64 live · 723.4k seen · 2.5M trimmed" {
+		t.Errorf("compact meter = %q", got)
 	}
 }

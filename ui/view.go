@@ -213,7 +213,6 @@ func (m *model) noticeLine() string {
 // that order of priority from the end.
 func (m *model) statusLine() string {
 	sep := m.theme.Dim.Render(" │ ")
-	line := m.meterView()
 	var segs []string
 	if g := m.gen; g != nil && !g.inDecode {
 		if g.prefill.Chunks > 0 {
@@ -231,6 +230,13 @@ func (m *model) statusLine() string {
 	if m.stats != nil && m.stats.MemoryBytes > 0 {
 		segs = append(segs, "mem "+formatBytes(m.stats.MemoryBytes))
 	}
+	// The meter gets more compact before the first segment (prefill
+	// progress or decode speed) is left out.
+	line := m.meterView(0)
+	for level := 1; level < meterLevels && len(segs) > 0 &&
+		lipgloss.Width(line)+lipgloss.Width(sep)+lipgloss.Width(segs[0]) > m.width; level++ {
+		line = m.meterView(level)
+	}
 	for _, seg := range segs {
 		if lipgloss.Width(line)+lipgloss.Width(sep)+lipgloss.Width(seg) > m.width {
 			break
@@ -240,15 +246,16 @@ func (m *model) statusLine() string {
 	return ansi.Truncate(m.theme.Status.Render(line), m.width, "…")
 }
 
-// meterView renders "kv ▕██████▌   ▏ 1024/1024 live · ..." with styles; a
-// recent trim shows the bar in the flash style and "✂ N" at the end.
-func (m *model) meterView() string {
+// meterView renders "kv ▕██████▌   ▏ 1024/1024 live · ..." with styles, in
+// the form meterTextAt gives for level; a recent trim shows the bar in the
+// flash style and "✂ N" at the end.
+func (m *model) meterView(level int) string {
 	bar := meterBar(m.meter.Live, m.meter.Max, meterWidth)
 	barStyle := m.theme.MeterFill
 	if m.flash {
 		barStyle = m.theme.MeterFlash
 	}
-	s := "kv ▕" + barStyle.Render(bar) + "▏ " + meterText(m.meter)
+	s := "kv ▕" + barStyle.Render(bar) + "▏ " + meterTextAt(m.meter, level)
 	if m.flash && m.flashDrop > 0 {
 		s += " " + m.theme.MeterFlash.Render(fmt.Sprintf("✂ %d", m.flashDrop))
 	}
