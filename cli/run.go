@@ -48,7 +48,14 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		return err
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return usageErr(errors.New("the prompt is empty"))
+		switch {
+		case c.prompt != "":
+			return usageErr(errors.New("--prompt: the prompt is empty (only whitespace)"))
+		case c.promptFile != "" && c.promptFile != "-":
+			return usageErr(fmt.Errorf("--prompt-file %s: the prompt is empty (want a text file with the prompt)", c.promptFile))
+		default:
+			return usageErr(errors.New("the prompt read from stdin is empty"))
+		}
 	}
 	b, closeModel, err := openBundle(ctx, c, model, io_.Stderr)
 	if err != nil {
