@@ -40,7 +40,9 @@ type Backend struct {
 	arena     []*arenaChunk
 	staged    map[memKey]stageSlot
 	writeback []stageSlot
-	pending   int   // dispatches recorded since the last flush
+	pending   int        // dispatches recorded since the last flush
+	params    [64]uint32 // parameter block scratch (drivers copy it)
+	raw       [256]byte
 	err       error // first recording error since the last Sync
 	closed    bool
 }

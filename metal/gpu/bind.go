@@ -126,7 +126,8 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 			return fmt.Errorf("kernel %s: grid %v out of range", id, groups)
 		}
 	}
-	params := make([]uint32, kernels.ParamHeader+len(words))
+	params := b.params[:kernels.ParamHeader+len(words)]
+	clear(params[:kernels.ParamHeader])
 	copy(params[kernels.ParamHeader:], words)
 	var binds [8]Binding
 	for _, slot := range k.Bindings {
@@ -164,7 +165,7 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 		binds[slot] = Binding{Buf: buf, Offset: aligned, Size: size}
 		params[slot] = uint32(resid / unit)
 	}
-	raw := make([]byte, 4*len(params))
+	raw := b.raw[:4*len(params)]
 	for i, w := range params {
 		raw[4*i] = byte(w)
 		raw[4*i+1] = byte(w >> 8)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
+
 	"mlxchat/metal/gpu"
 	"mlxchat/metal/kernels"
 )
@@ -40,6 +42,8 @@ type Driver struct {
 	lastPipe  uint64
 	fence     uint64
 
+	scr *scratch // heap-allocated, reused by every Dispatch
+
 	pools   []uint64
 	poolIdx int
 	ubos    []*vbuf
@@ -69,6 +73,17 @@ type vbuf struct {
 	buf, mem uint64
 	size     int64
 	mapped   []byte // nil for device-only memory
+}
+
+// scratch holds the structures a dispatch passes to Vulkan by pointer. It
+// lives on the heap (its addresses are stable) and is reused.
+type scratch struct {
+	infos   [8]descBufferInfo
+	writes  [8]writeDescSet
+	set     uint64
+	layout  uint64
+	alloc   descSetAllocateInfo
+	barrier memoryBarrier
 }
 
 const (
@@ -199,6 +214,12 @@ func (d *Driver) init() error {
 	lci := &descSetLayoutCreateInfo{sType: stDescSetLayoutCreate, bindingCount: 8, pBindings: p(&binds[0])}
 	if err := vkErr("vkCreateDescriptorSetLayout", v.CreateDescriptorSetLayout(d.dev, p(lci), nil, p(&d.setLayout))); err != nil {
 		return err
+	}
+	d.scr = &scratch{layout: d.setLayout}
+	d.scr.barrier = memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accShaderRead | accShaderWrite}
+	d.scr.alloc = descSetAllocateInfo{sType: stDescSetAllocate, descriptorSetCount: 1, pSetLayouts: p(&d.scr.layout)}
+	for i := range d.scr.writes {
+		d.scr.writes[i] = writeDescSet{sType: stWriteDescriptorSet, descriptorCount: 1, pBufferInfo: p(&d.scr.infos[i])}
 	}
 	layouts := []uint64{d.setLayout}
 	plci := &pipelineLayoutCreateInfo{sType: stPipelineLayoutCreate, setLayoutCount: 1, pSetLayouts: p(&layouts[0])}
@@ -474,30 +495,28 @@ func (d *Driver) pipeline(k kernels.ID) (uint64, error) {
 	return d.pipes[k], nil
 }
 
-// descriptorSet allocates a set from this step's pools, adding a pool when
-// the current ones are full.
-func (d *Driver) descriptorSet() (uint64, error) {
-	layouts := []uint64{d.setLayout}
+// descriptorSet allocates a set from this step's pools into scr.set,
+// adding a pool when the current ones are full.
+func (d *Driver) descriptorSet() error {
 	for {
 		if d.poolIdx == len(d.pools) {
 			sizes := []descPoolSize{{descUniformBuffer, setsPerPool}, {descStorageBuffer, 7 * setsPerPool}}
 			pci := &descPoolCreateInfo{sType: stDescPoolCreate, maxSets: setsPerPool, poolSizeCount: 2, pPoolSizes: p(&sizes[0])}
 			var pool uint64
 			if err := vkErr("vkCreateDescriptorPool", d.v.CreateDescriptorPool(d.dev, p(pci), nil, p(&pool))); err != nil {
-				return 0, err
+				return err
 			}
 			d.pools = append(d.pools, pool)
 		}
-		var set uint64
-		ai := &descSetAllocateInfo{sType: stDescSetAllocate, descriptorPool: d.pools[d.poolIdx], descriptorSetCount: 1, pSetLayouts: p(&layouts[0])}
-		r := d.v.AllocateDescriptorSets(d.dev, p(ai), p(&set))
-		switch r {
+		d.scr.alloc.descriptorPool = d.pools[d.poolIdx]
+		r1, _, _ := purego.SyscallN(d.v.rawAllocateDescriptorSets, d.dev, uintptr(p(&d.scr.alloc)), uintptr(p(&d.scr.set)))
+		switch r := int32(r1); r {
 		case vkSuccess:
-			return set, nil
+			return nil
 		case vkErrorOutOfPool, vkErrorFragmented:
 			d.poolIdx++
 		default:
-			return 0, vkErr("vkAllocateDescriptorSets", r)
+			return vkErr("vkAllocateDescriptorSets", r)
 		}
 	}
 }
@@ -524,7 +543,9 @@ func (d *Driver) uniform(params []byte) (*vbuf, int64, error) {
 	return b, off, nil
 }
 
-// Dispatch records kernel k with its parameter block and bindings.
+// Dispatch records kernel k with its parameter block and bindings. The
+// calls go through purego.SyscallN with pointers into d.scr, which is on
+// the heap and so never moves.
 func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
 	pipe, err := d.pipeline(k)
 	if err != nil {
@@ -542,14 +563,14 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 	if err != nil {
 		return err
 	}
-	set, err := d.descriptorSet()
-	if err != nil {
+	if err := d.descriptorSet(); err != nil {
 		return err
 	}
-	infos := make([]descBufferInfo, 8)
-	writes := make([]writeDescSet, 0, 8)
-	infos[0] = descBufferInfo{buffer: ubo.buf, offset: uint64(uoff), rng: uint64((len(params) + 15) &^ 15)}
-	writes = append(writes, writeDescSet{sType: stWriteDescriptorSet, dstSet: set, dstBinding: 0, descriptorCount: 1, descriptorType: descUniformBuffer, pBufferInfo: p(&infos[0])})
+	scr := d.scr
+	scr.infos[0] = descBufferInfo{buffer: ubo.buf, offset: uint64(uoff), rng: uint64((len(params) + 15) &^ 15)}
+	scr.writes[0].dstSet, scr.writes[0].dstBinding, scr.writes[0].descriptorType = scr.set, 0, descUniformBuffer
+	scr.writes[0].pBufferInfo = p(&scr.infos[0])
+	n := 1
 	for i := 1; i < 8; i++ {
 		bd := binds[i]
 		if bd.Buf == nil {
@@ -559,19 +580,20 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 		if !ok {
 			return fmt.Errorf("vulkan: binding %d of %s is not a Vulkan buffer", i, k)
 		}
-		infos[i] = descBufferInfo{buffer: vb.buf, offset: uint64(bd.Offset), rng: uint64(bd.Size)}
-		writes = append(writes, writeDescSet{sType: stWriteDescriptorSet, dstSet: set, dstBinding: uint32(i), descriptorCount: 1, descriptorType: descStorageBuffer, pBufferInfo: p(&infos[i])})
+		scr.infos[n] = descBufferInfo{buffer: vb.buf, offset: uint64(bd.Offset), rng: uint64(bd.Size)}
+		w := &scr.writes[n]
+		w.dstSet, w.dstBinding, w.descriptorType, w.pBufferInfo = scr.set, uint32(i), descStorageBuffer, p(&scr.infos[n])
+		n++
 	}
-	d.v.UpdateDescriptorSets(d.dev, uint32(len(writes)), p(&writes[0]), 0, nil)
+	v := d.v
+	purego.SyscallN(v.rawUpdateDescriptorSets, d.dev, uintptr(n), uintptr(p(&scr.writes[0])), 0, 0)
 	if pipe != d.lastPipe {
-		d.v.CmdBindPipeline(d.cb, bindCompute, pipe)
+		purego.SyscallN(v.rawCmdBindPipeline, d.cb, bindCompute, uintptr(pipe))
 		d.lastPipe = pipe
 	}
-	sets := []uint64{set}
-	d.v.CmdBindDescriptorSets(d.cb, bindCompute, d.pipeLayout, 0, 1, p(&sets[0]), 0, nil)
-	d.v.CmdDispatch(d.cb, uint32(groups[0]), uint32(groups[1]), uint32(groups[2]))
-	mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accShaderRead | accShaderWrite}
-	d.v.CmdPipelineBarrier(d.cb, pipeCompute, pipeCompute, 0, 1, p(mb), 0, nil, 0, nil)
+	purego.SyscallN(v.rawCmdBindDescriptorSets, d.cb, bindCompute, uintptr(d.pipeLayout), 0, 1, uintptr(p(&scr.set)), 0, 0)
+	purego.SyscallN(v.rawCmdDispatch, d.cb, uintptr(groups[0]), uintptr(groups[1]), uintptr(groups[2]))
+	purego.SyscallN(v.rawCmdPipelineBarrier, d.cb, pipeCompute, pipeCompute, 0, 1, uintptr(p(&scr.barrier)), 0, 0, 0, 0)
 	return nil
 }
 

@@ -355,9 +355,14 @@ type fenceCreateInfo struct {
 
 type p = unsafe.Pointer
 
-// vk holds the Vulkan entry points, resolved from the loader library.
+// vk holds the Vulkan entry points, resolved from the loader library. The
+// per-dispatch ones are also kept as raw addresses for purego.SyscallN,
+// which costs a fraction of a reflect-built call.
 type vk struct {
 	lib uintptr
+
+	rawAllocateDescriptorSets, rawUpdateDescriptorSets, rawCmdBindPipeline uintptr
+	rawCmdBindDescriptorSets, rawCmdDispatch, rawCmdPipelineBarrier        uintptr
 
 	CreateInstance                         func(ci, alloc, out p) int32
 	DestroyInstance                        func(inst uintptr, alloc p)
@@ -486,6 +491,20 @@ func loadVK() (*vk, error) {
 			return nil, fmt.Errorf("vulkan: loader lacks %s: %w", f.name, err)
 		}
 		purego.RegisterFunc(f.ptr, sym)
+		switch f.name {
+		case "vkAllocateDescriptorSets":
+			v.rawAllocateDescriptorSets = sym
+		case "vkUpdateDescriptorSets":
+			v.rawUpdateDescriptorSets = sym
+		case "vkCmdBindPipeline":
+			v.rawCmdBindPipeline = sym
+		case "vkCmdBindDescriptorSets":
+			v.rawCmdBindDescriptorSets = sym
+		case "vkCmdDispatch":
+			v.rawCmdDispatch = sym
+		case "vkCmdPipelineBarrier":
+			v.rawCmdPipelineBarrier = sym
+		}
 	}
 	return v, nil
 }
