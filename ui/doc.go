@@ -24,6 +24,7 @@
 //		Theme:       *themeFlag,    // --theme ("" = config file, then "dark")
 //		ConfigPath:  *configFlag,   // --config ("" = $XDG_CONFIG_HOME/mlxchat/config.json)
 //		StateDir:    "",            // "" = $XDG_STATE_HOME/mlxchat
+//		Report:      os.Stderr,     // after exit: where the conversation was saved
 //	})
 //
 // While a NewLoading engine loads, Run shows a progress view fed by
@@ -55,7 +56,8 @@
 // Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
 // or last line walk the input history; Tab completes /commands (and theme
 // names, "off" for /kv); Esc stops the answer (the partial answer is kept;
-// if nothing was generated yet the message goes back into the editor);
+// if nothing was generated yet the message goes back into the editor,
+// above anything typed meanwhile);
 // PgUp/PgDn and the mouse wheel scroll; Ctrl+C twice within 2 s quits
 // (the first one also stops a running answer).
 //
