@@ -479,3 +479,36 @@ func TestUnreachableHub(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagsOverrideConfig: values from the config file are the flags'
+// defaults; each flag given replaces its value, --stop replaces the file's
+// list and may repeat.
+func TestFlagsOverrideConfig(t *testing.T) {
+	maxKV, temp, sys := 256, 0.5, "from file"
+	file := ui.Config{MaxKV: &maxKV, Temperature: &temp, System: &sys, Stop: []string{"A", "B"}}
+	tests := []struct {
+		name string
+		args []string
+		want func(s engine.Settings) bool
+	}{
+		{"file only", nil, func(s engine.Settings) bool {
+			return s.MaxKV == 256 && s.Temperature == 0.5 && s.System == "from file" && strings.Join(s.StopStrings, ",") == "A,B" && s.PrefillChunk == 512
+		}},
+		{"flags win", []string{"--max-kv-size", "0", "--system", "", "--stop", "X", "--stop", "Y"}, func(s engine.Settings) bool {
+			return s.MaxKV == 0 && s.Temperature == 0.5 && s.System == "" && strings.Join(s.StopStrings, ",") == "X,Y"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c config
+			fs := c.flags()
+			c.useDefaults(file.Settings(c.settings()))
+			if _, err := fs.parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if s := c.settings(); !tc.want(s) {
+				t.Fatalf("settings %+v", s)
+			}
+		})
+	}
+}
