@@ -31,8 +31,8 @@
 //
 // # Positions and masks
 //
-// Offset() counts committed tokens; it never decreases (except on Reset)
-// and trimming never changes it. Every stored key keeps its absolute
+// Offset() counts committed tokens; it never decreases except on Reset
+// and Rewind, and trimming never changes it. Every stored key keeps its absolute
 // position. A View's K and V rows are in storage order and Mask.Keys lists
 // their absolute positions in that same order as runs (tensor.Span); they
 // need not be contiguous or sorted (sink run, then a ring buffer's two runs).
@@ -73,6 +73,46 @@
 // and do not report trims: dropping keys outside the window is their normal
 // operation.
 //
+// # Rewind
+//
+// Rewind(n) drops the last n committed tokens from every layer in
+// lockstep, so Offset() goes back to T = Offset()-n and the next chunk is
+// appended and rotated at T: the engine keeps the longest common prefix of
+// the fed tokens and a new prompt (mlx-lm's trim_prompt_cache, llama.cpp's
+// common-prefix reuse). MaxRewind() says how far it can go and CanRewind(n)
+// whether n is possible; otherwise Rewind fails, changing nothing, with a
+// message naming the limiting layer, and the caller resets instead.
+//
+// Global layers drop the rows of positions [T, Offset()); those must still
+// be live, so a rewind into keys already trimmed (or into the sink after a
+// trim) is impossible. Sliding layers must get back the window-1 keys
+// before T, some of which had slid out: each sliding layer copies the keys
+// it drops into a slack ring of Options.RewindSlack rows (default
+// DefaultRewindSlack = 256; NoRewindSlack for none), out of every view, and
+// Rewind puts the needed ones back in front of its window. So a cache with
+// sliding layers can rewind at most RewindSlack tokens once their windows
+// are full (exactly that many in steady state). The slack costs
+// RewindSlack rows of K and V per owning sliding layer in the storage
+// format (for F32, 2*RewindSlack*KVHeads*HeadDim*4 bytes; 1 MiB for 2 KV
+// heads of 256), allocated at the layer's first dropped key, freed by
+// Reset, counted in Stats.Bytes and LayerStats.Slack. Saving costs a copy
+// of each key as it leaves the window (one row per layer per decode step).
+//
+// What is exact: Rewind never undoes a trim. If no global trim happened
+// since the chunk holding position T began, i.e. n <= ExactRewind()
+// (always when nothing was ever trimmed, as with MaxKV 0), then, with MaxKV
+// and the sink unchanged since, the cache is precisely in the state it had
+// at Offset T (inside a chunk: the state that chunk would have left had it
+// ended at T): the same keys, rows and masks, so later chunks give what a
+// fresh cache fed the same tokens in the same chunks gives. For a larger n
+// (up to MaxRewind) the keys trimmed since T stay trimmed: the global
+// layers keep the sink and the recent keys before T, fewer than a cache fed
+// only the first T tokens would hold, and Stats.Trimmed, the sink and
+// Offset = Live + Trimmed stay consistent. That state satisfies every
+// invariant (it is the state a cache reaches when its cap was briefly
+// lowered); it just attends less old context, as continuing a trimmed
+// cache does.
+//
 // # Shared layers
 //
 // A layer with SharedFrom = j >= 0 has no storage; Shared returns exactly the
@@ -104,6 +144,6 @@
 // # Validity of views
 //
 // View tensors alias cache storage or scratch. They stay valid until the
-// next Begin, Commit, Abort, SetMaxKV, SetSink or Reset, or the next Append
-// to the same layer. A Cache is not safe for concurrent use.
+// next Begin, Commit, Abort, Rewind, SetMaxKV, SetSink or Reset, or the
+// next Append to the same layer. A Cache is not safe for concurrent use.
 package kvcache

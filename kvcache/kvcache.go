@@ -19,6 +19,14 @@ const NoSink = -1
 // zero.
 const DefaultStep = 256
 
+// DefaultRewindSlack is the number of keys a sliding layer keeps beyond its
+// window for Rewind when Options.RewindSlack is zero.
+const DefaultRewindSlack = 256
+
+// NoRewindSlack, as Options.RewindSlack, keeps no keys beyond the window:
+// a sliding layer then cannot rewind once keys have slid out of it.
+const NoRewindSlack = -1
+
 // TrimKindGlobal is the TrimEvent.Kind of a trim of the global layers to fit
 // MaxKV.
 const TrimKindGlobal = "global"
@@ -56,6 +64,14 @@ type Options struct {
 	// scale per token and head (about 4x less memory); views are
 	// dequantized into a per-layer scratch on every Append.
 	Quantized8 bool
+	// RewindSlack is how many keys each sliding layer keeps, out of view,
+	// after they slide out of its window, so that Rewind can go back that
+	// many tokens: 0 means DefaultRewindSlack, NoRewindSlack (or any
+	// negative value) none. It costs RewindSlack rows of K and V per
+	// sliding layer that owns its cache (Go memory, in the storage format:
+	// 2 * RewindSlack * KVHeads * HeadDim * 4 bytes for F32), allocated
+	// when the layer first drops a key and counted in Stats.Bytes.
+	RewindSlack int
 	// Alloc, when set (typically a tensor.Backend's Alloc), provides the
 	// storage: it is called with one dimension, a number of F32 elements,
 	// and the returned tensor's Data is used as raw bytes. View tensors
@@ -67,7 +83,9 @@ type Options struct {
 
 // DefaultOptions returns unlimited MaxKV, a DefaultSink-token sink,
 // DefaultStep growth and F32 storage.
-func DefaultOptions() Options { return Options{Sink: DefaultSink, Step: DefaultStep} }
+func DefaultOptions() Options {
+	return Options{Sink: DefaultSink, Step: DefaultStep, RewindSlack: DefaultRewindSlack}
+}
 
 // View is what a layer attends for the current chunk: every live key and
 // value of the layer (the chunk's own included) in storage order, and the
@@ -76,8 +94,8 @@ func DefaultOptions() Options { return Options{Sink: DefaultSink, Step: DefaultS
 // Mask.QueryStart is Offset() and Mask.Rows the chunk length.
 //
 // K and V may alias the cache's storage: they are valid until the next
-// Begin, Commit, Abort, SetMaxKV, SetSink or Reset, or the next Append to
-// the same layer. Callers must not write to them.
+// Begin, Commit, Abort, Rewind, SetMaxKV, SetSink or Reset, or the next
+// Append to the same layer. Callers must not write to them.
 type View struct {
 	K, V *tensor.Tensor
 	Mask tensor.Mask
@@ -97,7 +115,8 @@ type LayerStats struct {
 	Kind       string // "global", "sliding" or "shared"
 	Live       int    // keys currently held (a shared layer reports its source's)
 	Capacity   int    // rows allocated (0 for shared layers)
-	Bytes      int64  // bytes allocated for K, V and scratch (0 for shared layers)
+	Bytes      int64  // bytes allocated for K, V, scratch and rewind slack (0 for shared layers)
+	Slack      int    // keys kept out of view for Rewind (sliding layers; 0 otherwise)
 	Window     int    // effective sliding window, 0 for global layers
 	SharedFrom int    // source layer, -1 when the layer owns its cache
 }
@@ -136,6 +155,10 @@ type Cache struct {
 	trimmed  int
 	didTrim  bool // a global trim happened since New/Reset
 	sinkKept int  // sink used by the last global trim
+	// trimEnd is the Offset at which the chunk that last trimmed ended
+	// (lowered to the Offset by Abort and Rewind): rewinding to a position
+	// at or after it undoes no trim (see ExactRewind).
+	trimEnd int
 }
 
 // New validates the layer specs and options and returns an empty cache.
@@ -151,6 +174,13 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("kvcache: step %d: want 0 (default %d) or a positive number of tokens", opts.Step, DefaultStep)
 	}
 	c := &Cache{maxKV: opts.MaxKV, step: opts.Step, layers: make([]layer, len(specs))}
+	slackRows := opts.RewindSlack
+	switch {
+	case slackRows == 0:
+		slackRows = DefaultRewindSlack
+	case slackRows < 0:
+		slackRows = 0
+	}
 	if c.step == 0 {
 		c.step = DefaultStep
 	}
@@ -167,7 +197,11 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 		c.layers[i].spec = sp
 		if sp.SharedFrom < 0 {
 			c.layers[i].spec.SharedFrom = -1
-			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, opts.Alloc)
+			sl := 0
+			if sp.Window > 0 {
+				sl = slackRows
+			}
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, opts.Alloc)
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -198,7 +232,7 @@ func (c *Cache) NumLayers() int { return len(c.layers) }
 
 // Offset is the number of tokens committed so far: the absolute (RoPE)
 // position of the next chunk's first token. It never decreases except on
-// Reset; trimming does not change it. It stays constant from Begin to
+// Reset and Rewind; trimming does not change it. It stays constant from Begin to
 // Commit, so every layer of a chunk, shared ones included, rotates its
 // queries and keys at Offset()+i.
 func (c *Cache) Offset() int { return c.offset }
@@ -294,6 +328,7 @@ func (c *Cache) Begin(n int) (TrimEvent, error) {
 			c.trimmed += d
 			c.didTrim = true
 			c.sinkKept = sink
+			c.trimEnd = c.offset + n
 			ev = TrimEvent{Dropped: d, LiveBefore: live, LiveAfter: live - d, Kind: TrimKindGlobal}
 		}
 	}
@@ -319,7 +354,7 @@ func (c *Cache) trimSliding() {
 			continue
 		}
 		if keep := c.window(l.spec) - 1; l.st.m > keep {
-			l.st.dropOldest(l.st.m - keep)
+			l.st.slideOut(l.st.m - keep)
 		}
 	}
 }
@@ -459,6 +494,7 @@ func (c *Cache) Abort() {
 			l.st.dropNewest(c.n)
 		}
 	}
+	c.trimEnd = min(c.trimEnd, c.offset)
 	c.closeChunk()
 }
 
@@ -507,7 +543,7 @@ func (c *Cache) Reset() {
 			st.reset()
 		}
 	}
-	c.offset, c.trimmed, c.didTrim, c.sinkKept = 0, 0, false, 0
+	c.offset, c.trimmed, c.didTrim, c.sinkKept, c.trimEnd = 0, 0, false, 0, 0
 }
 
 // Stats returns a snapshot of sizes and memory.
@@ -527,6 +563,7 @@ func (c *Cache) Stats() Stats {
 				ls.Kind = "sliding"
 			}
 			ls.Capacity = l.st.capRows
+			ls.Slack = l.st.sl.m
 			ls.Bytes = l.st.bytes()
 			s.Bytes += ls.Bytes
 			if !liveSet && (l.spec.Window == 0 || !c.hasGlobal) {

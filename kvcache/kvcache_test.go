@@ -53,6 +53,34 @@ func TestSeedScenario(t *testing.T) {
 	}
 }
 
+// TestSeedScenarioRewind continues the seed scenario with a turn whose
+// history diverges 200 tokens back (past the 512-key window's edge by way
+// of the default 256-key slack): rewind, prefill 300 new tokens in one
+// chunk, decode 16; every view equals the reference.
+func TestSeedScenarioRewind(t *testing.T) {
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 512), sharedOf(global(1, 4), 0), sharedOf(sliding(1, 4, 512), 1)}
+	h := newHarness(t, specs, []int{2, 2, 2, 2}, Options{MaxKV: 1024}, 2)
+	for done := 0; done < 2631; done += 512 {
+		h.chunk(min(512, 2631-done), -1)
+	}
+	for i := 0; i < 64; i++ {
+		h.chunk(1, -1)
+	}
+	if m, ex := h.c.MaxRewind(), h.c.ExactRewind(); m != DefaultRewindSlack || ex != 0 {
+		t.Fatalf("MaxRewind() = %d, ExactRewind() = %d; want the %d-key slack, and 0 (every decode step trimmed)", m, ex, DefaultRewindSlack)
+	}
+	if !h.rewind(200) {
+		t.Fatal("rewind of 200 refused")
+	}
+	if s := h.c.Stats(); s.Offset != 2631+64-200 || s.Live != 1024-200 || s.Layers[1].Live != 511 {
+		t.Fatalf("after the rewind: %+v", s)
+	}
+	h.chunk(300, -1)
+	for i := 0; i < 16; i++ {
+		h.chunk(1, -1)
+	}
+}
+
 // TestSeedScenarioWindows checks the seed scenario's key counts directly:
 // the first row of every sliding chunk sees a full 512-key window and a
 // decode step attends exactly the last 512 keys.
@@ -118,10 +146,18 @@ func TestRandomSchedules(t *testing.T) {
 	if testing.Short() {
 		seeds = 60
 	}
+	rewinds, restored := 0, 0
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			runSchedule(t, rand.New(rand.NewSource(seed)), 40, false, seed)
+			h := runSchedule(t, rand.New(rand.NewSource(seed)), 40, false, seed)
+			rewinds += h.rewinds
+			restored += h.restored
 		})
+	}
+	// The schedules must exercise rewinds, including ones that put keys
+	// back into sliding windows from the rewind slack.
+	if rewinds < seeds || restored < seeds/4 {
+		t.Fatalf("%d seeds made %d rewinds, %d of them restoring slid-out keys: schedules too weak", seeds, rewinds, restored)
 	}
 }
 

@@ -34,6 +34,13 @@ type refCache struct {
 	// capAtBegin is MaxKV as of the last accepted Begin (0 = unlimited):
 	// SetMaxKV trims lazily, so live may exceed a new cap until then.
 	capAtBegin int
+	// slack is how many slid-out positions a sliding layer keeps for
+	// rewinding; side holds them per layer (consecutive, oldest first).
+	slack int
+	side  [][]int
+	// trimEnd is the offset at which the last trimming chunk ended
+	// (lowered by abort and rewind).
+	trimEnd int
 }
 
 func newRef(specs []LayerSpec, opts Options) *refCache {
@@ -44,6 +51,12 @@ func newRef(specs []LayerSpec, opts Options) *refCache {
 	case opts.Sink > 0:
 		r.sink = opts.Sink
 	}
+	switch {
+	case opts.RewindSlack == 0:
+		r.slack = 256
+	case opts.RewindSlack > 0:
+		r.slack = opts.RewindSlack
+	}
 	r.reset()
 	return r
 }
@@ -52,7 +65,8 @@ func (r *refCache) reset() {
 	r.live = make([][]int, len(r.specs))
 	r.keys = make([][][]float32, len(r.specs))
 	r.vals = make([][][]float32, len(r.specs))
-	r.offset, r.trimmed, r.didTrim, r.sinkKept, r.open, r.n, r.capAtBegin = 0, 0, false, 0, false, 0, 0
+	r.side = make([][]int, len(r.specs))
+	r.offset, r.trimmed, r.didTrim, r.sinkKept, r.open, r.n, r.capAtBegin, r.trimEnd = 0, 0, false, 0, false, 0, 0, 0
 }
 
 func (r *refCache) owner(l int) int {
@@ -104,9 +118,110 @@ func (r *refCache) keepWindow() {
 			continue
 		}
 		if keep := r.window(l) - 1; len(r.live[l]) > keep {
+			r.slide(l, r.live[l][:len(r.live[l])-keep])
 			r.live[l] = r.live[l][len(r.live[l])-keep:]
 		}
 	}
+}
+
+// slide records positions dropped from sliding layer l's window: the side
+// list keeps the last r.slack of them while they continue it.
+func (r *refCache) slide(l int, dropped []int) {
+	if r.slack == 0 {
+		return
+	}
+	side := r.side[l]
+	if len(side) > 0 && side[len(side)-1]+1 != dropped[0] {
+		side = nil
+	}
+	side = append(slices.Clone(side), dropped...)
+	r.side[l] = side[max(0, len(side)-r.slack):]
+}
+
+// maxRewind is the largest accepted rewind: global layers can drop only
+// their trailing run of consecutive live positions; a sliding layer needs
+// the window-1 positions before the new offset among its live and side
+// positions.
+func (r *refCache) maxRewind() int {
+	if r.open {
+		return 0
+	}
+	best := r.offset
+	for l, s := range r.specs {
+		if s.SharedFrom >= 0 {
+			continue
+		}
+		live := r.live[l]
+		n := 0
+		if s.Window == 0 {
+			for n < len(live) && live[len(live)-1-n] == r.offset-1-n {
+				n++
+			}
+		} else {
+			earliest := r.offset
+			switch {
+			case len(r.side[l]) > 0:
+				earliest = r.side[l][0]
+			case len(live) > 0:
+				earliest = live[0]
+			}
+			n = math.MaxInt
+			if w := r.window(l); earliest > 0 && w > 1 {
+				n = max(0, r.offset-(earliest+w-1))
+			}
+		}
+		best = min(best, n)
+	}
+	return best
+}
+
+func (r *refCache) exactRewind() int {
+	return max(0, min(r.maxRewind(), r.offset-r.trimEnd))
+}
+
+// rewind drops positions >= offset-n and gives each sliding layer back the
+// window-1 positions before the new offset from its side list.
+func (r *refCache) rewind(n int) {
+	if n == 0 {
+		return
+	}
+	to := r.offset - n
+	below := func(ps []int) []int {
+		var out []int
+		for _, p := range ps {
+			if p < to {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for l, s := range r.specs {
+		if s.SharedFrom >= 0 {
+			continue
+		}
+		r.live[l] = below(r.live[l])
+		if s.Window == 0 {
+			continue
+		}
+		r.side[l] = below(r.side[l])
+		lo := max(0, to-(r.window(l)-1))
+		front := to
+		if len(r.live[l]) > 0 {
+			front = r.live[l][0]
+		}
+		if front <= lo {
+			continue
+		}
+		side := r.side[l]
+		k := front - lo
+		if len(side) < k || side[len(side)-k] != lo {
+			panic(fmt.Sprintf("reference: layer %d cannot restore %d..%d from %v", l, lo, front, side))
+		}
+		r.live[l] = append(slices.Clone(side[len(side)-k:]), r.live[l]...)
+		r.side[l] = side[:len(side)-k]
+	}
+	r.offset = to
+	r.trimEnd = min(r.trimEnd, to)
 }
 
 // begin returns the expected trim (dropped, live before) and whether the
@@ -139,6 +254,7 @@ func (r *refCache) begin(n int) (TrimEvent, bool) {
 			r.trimmed += ev.Dropped
 			r.didTrim = true
 			r.sinkKept = sink
+			r.trimEnd = r.offset + n
 		}
 	}
 	r.keepWindow()
@@ -172,6 +288,7 @@ func (r *refCache) abort() {
 	for l := range r.appended {
 		r.live[l] = r.live[l][:len(r.live[l])-r.n]
 	}
+	r.trimEnd = min(r.trimEnd, r.offset)
 	r.open, r.n = false, 0
 }
 
@@ -330,6 +447,11 @@ type harness struct {
 	// tensor.Backend's Attention, compared with backendTol.
 	backend    tensor.Backend
 	backendTol float64
+	// committed lists the sizes of the chunks that make up the cache's
+	// current offset (cut at a rewind's target), for replaying them.
+	committed []int
+	rewinds   int // successful rewinds with n > 0
+	restored  int // of those, rewinds that put slid-out keys back
 }
 
 func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSeed int64) *harness {
@@ -464,8 +586,88 @@ func (h *harness) chunk(n, abortAt int) bool {
 		t.Fatalf("Commit: %v", err)
 	}
 	h.ref.commit()
+	h.committed = append(h.committed, n)
 	h.checkStats()
 	return true
+}
+
+// rewind asks the cache to rewind n tokens and checks MaxRewind,
+// ExactRewind, CanRewind and the outcome against the reference.
+func (h *harness) rewind(n int) bool {
+	h.t.Helper()
+	t := h.t
+	want := h.ref.maxRewind()
+	if got := h.c.MaxRewind(); got != want {
+		t.Fatalf("MaxRewind() = %d at offset %d, reference %d (live %v, side %v)", got, h.ref.offset, want, h.ref.live, h.ref.side)
+	}
+	if got, want := h.c.ExactRewind(), h.ref.exactRewind(); got != want {
+		t.Fatalf("ExactRewind() = %d at offset %d, reference %d", got, h.ref.offset, want)
+	}
+	ok := n >= 0 && n <= want
+	if h.c.CanRewind(n) != ok {
+		t.Fatalf("CanRewind(%d) = %v with max rewind %d", n, !ok, want)
+	}
+	before := h.c.Stats()
+	err := h.c.Rewind(n)
+	if ok != (err == nil) {
+		t.Fatalf("Rewind(%d) with max rewind %d at offset %d: error %v", n, want, h.ref.offset, err)
+	}
+	if !ok {
+		if !strings.Contains(err.Error(), "cannot rewind") {
+			t.Fatalf("Rewind(%d): error %q does not say what failed", n, err)
+		}
+		if after := h.c.Stats(); after.Offset != before.Offset || after.Live != before.Live || after.Bytes != before.Bytes {
+			t.Fatalf("failed Rewind(%d) changed the cache: %+v -> %+v", n, before, after)
+		}
+		h.checkStats()
+		return false
+	}
+	sideBefore := 0
+	for _, side := range h.ref.side {
+		sideBefore += len(side)
+	}
+	h.ref.rewind(n)
+	if n > 0 {
+		h.rewinds++
+		sideAfter := 0
+		for _, side := range h.ref.side {
+			sideAfter += len(side)
+		}
+		if sideAfter < sideBefore {
+			h.restored++
+		}
+	}
+	for to, i := h.ref.offset, 0; i < len(h.committed); i++ {
+		if to -= h.committed[i]; to <= 0 {
+			h.committed[i] += to
+			h.committed = h.committed[:i+1]
+			if h.committed[i] == 0 {
+				h.committed = h.committed[:i]
+			}
+			break
+		}
+	}
+	if h.ref.offset == 0 {
+		h.committed = nil
+	}
+	h.checkStats()
+	return true
+}
+
+// randomRewind picks a rewind length: mostly within MaxRewind, sometimes
+// just beyond it or beyond the offset (refused).
+func (h *harness) randomRewind(ch chooser) {
+	m := h.c.MaxRewind()
+	switch k := ch.Intn(8); {
+	case k < 4 && m > 0:
+		h.rewind(1 + ch.Intn(min(m, 12)))
+	case k < 6 && m > 0:
+		h.rewind(1 + ch.Intn(m))
+	case k == 6:
+		h.rewind(m + 1 + ch.Intn(3))
+	default:
+		h.rewind([]int{0, -1, h.ref.offset + 1}[ch.Intn(3)])
+	}
 }
 
 func (h *harness) compare(what string, l, pos0 int, got, want [][]float64, tol float64, view View) {
@@ -603,6 +805,19 @@ func (h *harness) checkStats() {
 	if h.c.Live() != s.Live {
 		t.Fatalf("Live() = %d, stats %d", h.c.Live(), s.Live)
 	}
+	for l, ls := range s.Layers {
+		if h.specs[l].SharedFrom >= 0 {
+			continue
+		}
+		if ls.Slack != len(h.ref.side[l]) {
+			t.Fatalf("layer %d: %d slack keys, reference %d", l, ls.Slack, len(h.ref.side[l]))
+		}
+		// Memory stays bounded: the slack ring is at most RewindSlack rows.
+		spec := h.specs[l]
+		if st := h.c.layers[l].st; int64(cap(st.sl.k)+cap(st.sl.v)) > int64(2*h.ref.slack*st.rowBytes) || (spec.Window == 0 && cap(st.sl.k) > 0) {
+			t.Fatalf("layer %d: slack holds %d bytes, want at most %d rows of K and V", l, cap(st.sl.k)+cap(st.sl.v), h.ref.slack)
+		}
+	}
 	if total != s.Bytes {
 		t.Fatalf("stats bytes %d, sum of layers %d", s.Bytes, total)
 	}
@@ -632,6 +847,7 @@ func (h *harness) setSink(n int) {
 func (h *harness) reset() {
 	h.c.Reset()
 	h.ref.reset()
+	h.committed = nil
 	h.checkStats()
 	if s := h.c.Stats(); s.Bytes != 0 {
 		h.t.Fatalf("Reset kept %d bytes", s.Bytes)
@@ -669,12 +885,14 @@ func randomConfig(ch chooser, q8 bool) ([]LayerSpec, []int, Options) {
 		opts.Sink = 1 + ch.Intn(10)
 	}
 	opts.Step = []int{0, 1, 2, 3, 8}[ch.Intn(5)]
+	opts.RewindSlack = []int{0, 0, NoRewindSlack, 1, 5, 17}[ch.Intn(6)]
 	return specs, hq, opts
 }
 
 // runSchedule plays a random schedule of prefill chunks, decode steps,
-// max-kv changes (raised and lowered), sink changes, refused chunks, aborts
-// and resets, checking every view against the reference.
+// max-kv changes (raised and lowered), sink changes, refused chunks, aborts,
+// rewinds (accepted and refused) and resets, checking every view against
+// the reference.
 func runSchedule(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *harness {
 	return runScheduleWith(t, ch, steps, q8, dataSeed, nil, nil)
 }
@@ -695,7 +913,7 @@ func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int6
 			break
 		}
 		mc := min(h.ref.maxChunk(), 40)
-		switch op := ch.Intn(12); {
+		switch op := ch.Intn(14); {
 		case op < 4:
 			h.chunk(1+ch.Intn(mc), -1)
 		case op < 7:
@@ -716,6 +934,8 @@ func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int6
 			}
 		case op == 10:
 			h.chunk(1+ch.Intn(mc), ch.Intn(len(specs)))
+		case op >= 12:
+			h.randomRewind(ch)
 		default:
 			if ch.Intn(6) == 0 {
 				h.reset()

@@ -41,10 +41,29 @@ type store struct {
 
 	// alloc, when set, provides the buffers (Options.Alloc).
 	alloc func(shape ...int) *tensor.Tensor
+
+	// sl keeps the rows a sliding layer most recently dropped from its
+	// window, so Rewind can put them back (empty for global layers).
+	sl slack
 }
 
-func newStore(heads, dim int, q8 bool, step int, alloc func(shape ...int) *tensor.Tensor) *store {
-	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc}
+// slack is a ring of up to max rows (K and V, in the store's row format)
+// at the consecutive absolute positions [start, start+m) that a sliding
+// layer dropped, newest last. Its newest row is the position just before
+// the store's oldest row. Go memory of max rows is allocated at the first
+// drop and kept until reset.
+type slack struct {
+	max   int
+	k, v  []byte
+	h, m  int
+	start int
+}
+
+// end is the position after the newest slack row.
+func (sl *slack) end() int { return sl.start + sl.m }
+
+func newStore(heads, dim int, q8 bool, step, slackRows int, alloc func(shape ...int) *tensor.Tensor) *store {
+	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, sl: slack{max: slackRows}}
 	if q8 {
 		// Per row: one float32 absmax scale per head, then heads*dim int8.
 		st.rowBytes = heads*4 + heads*dim
@@ -60,12 +79,144 @@ func (st *store) contiguous() bool { return st.h == 0 || st.m == st.ring() }
 
 // bytes is the memory held by the store, scratch included.
 func (st *store) bytes() int64 {
-	return int64(cap(st.k) + cap(st.v) + cap(st.sk) + cap(st.sv))
+	return int64(cap(st.k) + cap(st.v) + cap(st.sk) + cap(st.sv) + cap(st.sl.k) + cap(st.sl.v))
 }
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc}
+	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, sl: slack{max: st.sl.max}}
+}
+
+// oldest is the absolute position of the oldest ring row (m > 0).
+func (st *store) oldest() int { return st.segs[0].Start }
+
+// slideOut drops the d oldest ring rows of a sliding layer, saving the
+// newest of them in the slack ring first (when it has room for any).
+func (st *store) slideOut(d int) {
+	if d <= 0 {
+		return
+	}
+	if st.sl.max > 0 {
+		st.save(d)
+	}
+	st.dropOldest(d)
+}
+
+// save copies the d oldest ring rows (consecutive positions, as in a
+// sliding layer) to the end of the slack ring, evicting its oldest rows
+// when it is full. Only the last sl.max of them can be kept.
+func (st *store) save(d int) {
+	sl, rb := &st.sl, st.rowBytes
+	pos0 := st.oldest()
+	skip := max(0, d-sl.max)
+	if sl.m > 0 && (skip > 0 || sl.end() != pos0) {
+		// Everything held is evicted anyway, or (never expected) the
+		// rows would not continue it: start over at the first kept row.
+		sl.m = 0
+	}
+	if sl.m == 0 {
+		sl.h, sl.start = 0, pos0+skip
+	}
+	if sl.k == nil {
+		sl.k, sl.v = make([]byte, sl.max*rb), make([]byte, sl.max*rb)
+	}
+	R := st.ring()
+	for i := skip; i < d; i++ {
+		src := (st.s + (st.h+i)%R) * rb
+		var slot int
+		if sl.m < sl.max {
+			slot = (sl.h + sl.m) % sl.max
+			sl.m++
+		} else {
+			slot = sl.h
+			sl.h = (sl.h + 1) % sl.max
+			sl.start++
+		}
+		copy(sl.k[slot*rb:(slot+1)*rb], st.k[src:src+rb])
+		copy(sl.v[slot*rb:(slot+1)*rb], st.v[src:src+rb])
+	}
+}
+
+// earliest is the oldest position a sliding layer can still produce: the
+// slack's first row, else its oldest ring row, else end (nothing held).
+func (st *store) earliest(end int) int {
+	switch {
+	case st.sl.m > 0:
+		return st.sl.start
+	case st.m > 0:
+		return st.oldest()
+	}
+	return end
+}
+
+// rewindSliding makes a sliding layer hold exactly the positions
+// [min(lo, its oldest kept row), to): rows at positions >= to are dropped
+// from the ring and the slack, then slack rows from lo on are put back in
+// front of the ring. The caller has checked that earliest(...) <= lo or
+// lo is not needed (the ring keeps rows older than lo).
+func (st *store) rewindSliding(to, lo int) {
+	if st.m > 0 {
+		if drop := st.segs[len(st.segs)-1].Start + st.segs[len(st.segs)-1].Len - max(st.oldest(), to); drop > 0 {
+			st.dropNewest(min(drop, st.m))
+		}
+	}
+	sl := &st.sl
+	if sl.m > 0 && sl.end() > to {
+		sl.m = max(0, to-sl.start)
+	}
+	front := to
+	if st.m > 0 {
+		front = st.oldest()
+	}
+	if front <= lo || sl.m == 0 {
+		return
+	}
+	k := min(front-max(lo, sl.start), sl.m)
+	st.restore(k)
+}
+
+// restore moves the k newest slack rows in front of the ring (a sliding
+// layer: no sink), into fresh linear buffers.
+func (st *store) restore(k int) {
+	rb, sl := st.rowBytes, &st.sl
+	need := st.m + k
+	newCap := max(roundUp(need, st.step), need)
+	nk, nkt := st.newBuf(newCap * rb)
+	nv, nvt := st.newBuf(newCap * rb)
+	for i := 0; i < k; i++ {
+		slot := (sl.h + sl.m - k + i) % sl.max
+		copy(nk[i*rb:(i+1)*rb], sl.k[slot*rb:(slot+1)*rb])
+		copy(nv[i*rb:(i+1)*rb], sl.v[slot*rb:(slot+1)*rb])
+	}
+	if st.m > 0 {
+		R := st.ring()
+		first := min(st.m, R-st.h)
+		for _, p := range [2]struct{ dst, src []byte }{{nk, st.k}, {nv, st.v}} {
+			copy(p.dst[k*rb:], p.src[(st.s+st.h)*rb:(st.s+st.h+first)*rb])
+			copy(p.dst[(k+first)*rb:], p.src[st.s*rb:(st.s+st.m-first)*rb])
+		}
+	}
+	sl.m -= k
+	pos0 := sl.end()
+	st.segs = append([]tensor.Span{{Start: pos0, Len: k}}, st.segs...)
+	if len(st.segs) > 1 && st.segs[1].Start == pos0+k {
+		st.segs = append([]tensor.Span{{Start: pos0, Len: k + st.segs[1].Len}}, st.segs[2:]...)
+	}
+	st.k, st.v, st.kt, st.vt, st.capRows, st.h, st.m = nk, nv, nkt, nvt, newCap, 0, need
+}
+
+// newestRun is how many of the newest ring rows hold consecutive
+// positions ending at end-1: the rows a global layer can drop to rewind.
+func (st *store) newestRun(end int) int {
+	n := 0
+	for i := len(st.segs) - 1; i >= 0; i-- {
+		r := st.segs[i]
+		if r.Start+r.Len != end-n {
+			break
+		}
+		n += r.Len
+	}
+	return n
 }
 
 // dropOldest removes the d oldest ring rows (never sink rows). d <= m.
