@@ -16,6 +16,7 @@ type Backend struct {
 	threads int
 	pool    *pool
 	simd    bool      // use the AVX2/FMA/F16C kernels
+	avx512  bool      // use the AVX-512 decode kernels (implies simd)
 	bufs    sync.Pool // *[]float32 scratch, so hot ops do not feed the GC
 }
 
@@ -27,12 +28,57 @@ func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	return newBackend(threads, haveSIMD())
+	return newBackendLevel(threads, bestLevel())
 }
 
-// newBackend lets tests choose the portable kernels on a SIMD machine.
+// kernelLevel names a set of kernels; each level falls back on the one
+// below it for what it does not cover.
+type kernelLevel int
+
+const (
+	levelPortable kernelLevel = iota // Go only
+	levelAVX2                        // AVX2/FMA/F16C assembly
+	levelAVX512                      // plus the AVX-512 BW/VNNI decode kernels
+)
+
+func (l kernelLevel) String() string {
+	return [...]string{"portable", "avx2", "avx512"}[l]
+}
+
+// bestLevel is the highest kernel level this machine runs.
+func bestLevel() kernelLevel {
+	switch {
+	case haveAVX512():
+		return levelAVX512
+	case haveSIMD():
+		return levelAVX2
+	}
+	return levelPortable
+}
+
+// availableLevels lists every kernel level this machine runs, so tests can
+// force each path.
+func availableLevels() []kernelLevel {
+	var ls []kernelLevel
+	for l := levelPortable; l <= bestLevel(); l++ {
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// newBackend lets tests choose the portable kernels on a SIMD machine
+// (simd false) or the AVX2 ones (simd true).
 func newBackend(threads int, simd bool) *Backend {
-	b := &Backend{threads: threads, pool: newPool(threads), simd: simd}
+	if simd {
+		return newBackendLevel(threads, levelAVX2)
+	}
+	return newBackendLevel(threads, levelPortable)
+}
+
+// newBackendLevel returns a backend that uses the kernels of level l (which
+// the machine must support).
+func newBackendLevel(threads int, l kernelLevel) *Backend {
+	b := &Backend{threads: threads, pool: newPool(threads), simd: l >= levelAVX2, avx512: l >= levelAVX512}
 	// Helpers hold the pool, not the Backend, so a Backend nobody closed
 	// can still be collected; its helpers stop then.
 	runtime.AddCleanup(b, func(p *pool) { p.close() }, b.pool)

@@ -102,9 +102,9 @@ func refMatMul(x []float32, w []float32, n, in, out int) []float64 {
 // backends returns the portable kernels on one and three threads and, on
 // machines that have them, the SIMD kernels likewise.
 func backends(t *testing.T) []*Backend {
-	bs := []*Backend{newBackend(1, false), newBackend(3, false)}
-	if haveSIMD() {
-		bs = append(bs, newBackend(1, true), newBackend(3, true))
+	var bs []*Backend
+	for _, l := range availableLevels() {
+		bs = append(bs, newBackendLevel(1, l), newBackendLevel(3, l))
 	}
 	t.Cleanup(func() {
 		for _, b := range bs {
@@ -538,18 +538,33 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 // x row counts that are not multiples of 4 (the leftover rows take the
 // int16 decode kernels), group counts that need padding, odd output counts
 // and tile boundaries.
+//
+// It runs once per kernel level above the portable one (AVX2, AVX-512), so
+// every path this machine has is checked. For the AVX-512 decode kernels
+// the shapes cover rows that are not whole 128-element blocks (masked tail
+// loads), group counts below, at and above 16 with and without a partial
+// last 16-group chunk, and output counts with 1-3 rows after the 4-row
+// passes.
 func TestSIMDMatchesPortable(t *testing.T) {
-	if !haveSIMD() {
+	levels := availableLevels()[1:]
+	if len(levels) == 0 {
 		t.Skip("no AVX2/FMA/F16C on this machine")
 	}
+	for _, l := range levels {
+		t.Run(l.String(), func(t *testing.T) { testSIMDMatchesPortable(t, l) })
+	}
+}
+
+func testSIMDMatchesPortable(t *testing.T, level kernelLevel) {
 	rng := rand.New(rand.NewPCG(8, 8))
-	fast, slow := newBackend(3, true), newBackend(1, false)
+	fast, slow := newBackendLevel(3, level), newBackend(1, false)
 	defer fast.Close()
 	defer slow.Close()
 	type shape struct{ n, in, out, gs int }
-	shapes := []shape{{1, 96, 37, 32}, {3, 320, 5, 64}, {4, 1024, 9, 128}, {5, 256, 130, 64}, {9, 640, 3, 128}, {7, 64, 1, 32}}
+	shapes := []shape{{1, 96, 37, 32}, {3, 320, 5, 64}, {4, 1024, 9, 128}, {5, 256, 130, 64}, {9, 640, 3, 128}, {7, 64, 1, 32},
+		{1, 32, 6, 32}, {1, 608, 13, 32}, {2, 2048, 67, 64}, {1, 2560, 9, 128}, {1, 1152, 4, 64}, {1, 384, 7, 128}}
 	if !testing.Short() {
-		shapes = append(shapes, shape{6, 4096, 300, 64}) // several L2 tiles per worker
+		shapes = append(shapes, shape{6, 4096, 300, 64}, shape{1, 8192, 70, 32}) // several L2 tiles per worker
 	}
 	for _, bits := range []int{4, 8} {
 		for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
@@ -734,6 +749,71 @@ func TestQuantizeX16(t *testing.T) {
 			back := float64(xq[j]) * float64(sx[i/32])
 			if math.Abs(back-float64(v)) > float64(sx[i/32])*0.5001+1e-12 {
 				t.Fatalf("interleave %v: x[%d] = %g comes back as %g", inter, i, v, back)
+			}
+		}
+	}
+}
+
+// TestXZLayout checks that the AVX-512 block layout puts every element of
+// a row in its own slot, that codes come back within the int16 rounding
+// bound, that the padding is zero and that sxs holds each group's scale
+// and sum.
+func TestXZLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ in, gs int }{{96, 32}, {128, 64}, {608, 32}, {2560, 128}, {320, 64}} {
+			x := randF32(rng, c.in, 2)
+			for i := 0; i < c.gs; i++ {
+				x[i] = 0 // an all-zero group
+			}
+			padded := (c.in + 127) &^ 127
+			groups := c.in / c.gs
+			xq := make([]int16, padded)
+			for i := range xq {
+				xq[i] = 12345 // must be overwritten or cleared
+			}
+			sxs := make([]float32, (groups+15)/16*32)
+			for i := range sxs {
+				sxs[i] = -1
+			}
+			xzQuantize(xq, sxs, x, c.gs, bits)
+			seen := make([]bool, padded)
+			for e := 0; e < padded; e++ {
+				p := xzPos(e, bits)
+				if p < 0 || p >= padded || seen[p] || p&^127 != e&^127 {
+					t.Fatalf("bits %d in %d: element %d maps to %d (taken or outside its block)", bits, c.in, e, p)
+				}
+				seen[p] = true
+				if e >= c.in {
+					if xq[p] != 0 {
+						t.Fatalf("bits %d in %d: padding element %d is %d", bits, c.in, e, xq[p])
+					}
+					continue
+				}
+				g := e / c.gs
+				sx := float64(sxs[g/16*32+g%16])
+				// Half a step, plus float32 rounding of x·32767/max (q < 2^15, so
+				// under 2^-9 of a step).
+				if back := float64(xq[p]) * sx; math.Abs(back-float64(x[e])) > sx*(0.5+1.0/512)+1e-12 {
+					t.Fatalf("bits %d in %d: x[%d] = %g comes back as %g", bits, c.in, e, x[e], back)
+				}
+			}
+			for g := 0; g < (groups+15)/16*16; g++ {
+				sx, sum := sxs[g/16*32+g%16], sxs[g/16*32+16+g%16]
+				if g >= groups {
+					if sx != 0 || sum != 0 {
+						t.Fatalf("bits %d in %d: padding group %d has scale %g sum %g", bits, c.in, g, sx, sum)
+					}
+					continue
+				}
+				var m, s float64
+				for _, v := range x[g*c.gs : (g+1)*c.gs] {
+					m = math.Max(m, math.Abs(float64(v)))
+					s += float64(v)
+				}
+				if math.Abs(float64(sx)-m/32767) > 1e-6*m/32767 || math.Abs(float64(sum)-s) > 1e-4*(1+math.Abs(s)) {
+					t.Fatalf("bits %d in %d: group %d scale %g sum %g, want %g %g", bits, c.in, g, sx, sum, m/32767, s)
+				}
 			}
 		}
 	}

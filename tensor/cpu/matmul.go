@@ -114,6 +114,18 @@ func groupSums(x []float32, n, in, gs int) []float32 {
 func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
+	if b.avx512 && canAVX512(w) {
+		// Blocks of four x rows take the AVX2 float kernels; single rows
+		// (decode) and the rows left over take the AVX-512 ones.
+		full := n &^ 3
+		if full > 0 {
+			b.matmulQuantSIMD(dst[:full*out], x[:full*in], full, w)
+		}
+		for r := full; r < n; r++ {
+			b.matvec512(dst[r*out:(r+1)*out], x[r*in:(r+1)*in], w)
+		}
+		return nil
+	}
 	if b.simd && (w.Bits == 4 || w.Bits == 8) && (gs == 32 || gs == 64 || gs == 128) {
 		b.matmulQuantSIMD(dst, x, n, w)
 		return nil

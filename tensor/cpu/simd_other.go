@@ -2,7 +2,17 @@
 
 package cpu
 
+import "mlxchat/tensor"
+
 func haveSIMD() bool { return false }
+
+func haveAVX512() bool { return false }
+
+func canAVX512(w *tensor.Matrix) bool { return false }
+
+func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}
 
 func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int) {
 	panic("cpu: SIMD kernel called without SIMD support")

@@ -1,0 +1,542 @@
+//go:build ignore
+
+// gen_kernels512 writes kernels512_amd64.s, the AVX-512 (BW, VNNI)
+// decode kernels: go run gen_kernels512.go (from tensor/cpu; go generate
+// does the same). The six variants (4 or 8 bits, groups of 32, 64 or 128)
+// share one skeleton, so they are generated instead of written by hand.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Field offsets of qzArgs (simd512_amd64.go); TestQzArgsLayout checks them.
+const (
+	offW       = 0
+	offS       = 8
+	offBsoff   = 16
+	offXq      = 24
+	offSxs     = 32
+	offSxsEnd  = 40
+	offC       = 48
+	offDst     = 56
+	offRows    = 64
+	offWstride = 72
+	offSstride = 80
+	offCstride = 88
+	offBlocks  = 96
+	offTail    = 104
+	offGmask   = 112
+	offWmask0  = 120
+	offWmask1  = 128
+	offSfmt    = 136
+	offPf4     = 144
+	offPf1     = 152
+	offWfull   = 160
+)
+
+type variant struct{ bits, gs int }
+
+func (v variant) name() string { return fmt.Sprintf("qz%dg%d", v.bits, v.gs) }
+
+// blockBytes is the packed size of one 128-element block of a row.
+func (v variant) blockBytes() int { return 128 * v.bits / 8 }
+
+// gpb is the number of groups in a block.
+func (v variant) gpb() int { return 128 / v.gs }
+
+type gen struct{ b strings.Builder }
+
+func (g *gen) f(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) }
+
+// wAddr is the address of row r's weights at byte offset off of the block.
+func wAddr(r, off int) string {
+	d := ""
+	if off != 0 {
+		d = fmt.Sprint(off)
+	}
+	switch r {
+	case 0:
+		return d + "(AX)"
+	case 1:
+		return d + "(AX)(R14*1)"
+	case 2:
+		return d + "(DX)"
+	}
+	return d + "(DX)(R14*1)"
+}
+
+// cAddr is the address of row r's scale-times-sx values plus off bytes.
+func cAddr(r, off int) string {
+	d := ""
+	if off != 0 {
+		d = fmt.Sprint(off)
+	}
+	switch r {
+	case 0:
+		return d + "(R9)"
+	case 1:
+		return d + "(R9)(R10*1)"
+	case 2:
+		return d + "(R9)(R10*2)"
+	}
+	return d + "(R11)"
+}
+
+func z(i int) string { return fmt.Sprintf("Z%d", i) }
+
+// Per-row vector registers: accumulator, loaded weights, unpacked codes,
+// integer dots.
+func acc(r int) string   { return z(4 + r) }
+func wreg(r int) string  { return z(8 + r) }
+func nreg(r int) string  { return z(12 + r) }
+func dreg(r int) string  { return z(16 + r) }
+func d2reg(r int) string { return z(20 + r) }
+
+// load emits the load of 64 weight bytes, masked with k in the tail block.
+func (g *gen) load(addr, dst string, k string) {
+	if k == "" {
+		g.f("\tVMOVDQU64 %s, %s", addr, dst)
+		return
+	}
+	g.f("\tVMOVDQU16.Z %s, %s, %s", addr, k, dst)
+}
+
+// scale converts the integer dots d of one row to float and adds them,
+// times each lane's group factor at c, to the row's accumulator.
+func (g *gen) scale(v variant, d, c string, r int) {
+	g.f("\tVCVTDQ2PS %s, %s", d, d)
+	perm := (v.bits == 4 && v.gs < 128) || (v.bits == 8 && v.gs == 32)
+	if perm {
+		g.f("\tVPERMPS %s, Z30, Z24", c)
+		g.f("\tVFMADD231PS Z24, %s, %s", d, acc(r))
+		return
+	}
+	g.f("\tVFMADD231PS.BCST %s, %s, %s", c, d, acc(r))
+}
+
+// body emits one block for rows 0..R-1; tail selects masked loads.
+func (g *gen) body(v variant, R int, tail bool) {
+	k0, k1 := "", ""
+	if tail {
+		k0, k1 = "K3", "K4"
+	}
+	for i := 0; i < 4; i++ {
+		g.f("\tVMOVDQU64 %d(BX), Z%d", 64*i, i)
+	}
+	for r := 0; r < R; r++ {
+		w, n, d := wreg(r), nreg(r), dreg(r)
+		if v.bits == 4 {
+			g.load(wAddr(r, 0), w, k0)
+			g.f("\tVPANDD Z31, %s, %s", w, n)
+			g.f("\tVPMADDWD Z0, %s, %s", n, d)
+			g.f("\tVPSRLW $4, %s, %s", w, n)
+			g.f("\tVPANDD Z31, %s, %s", n, n)
+			g.f("\tVPDPWSSD Z1, %s, %s", n, d)
+			g.f("\tVPSRLW $8, %s, %s", w, n)
+			g.f("\tVPANDD Z31, %s, %s", n, n)
+			g.f("\tVPDPWSSD Z2, %s, %s", n, d)
+			g.f("\tVPSRLW $12, %s, %s", w, n)
+			g.f("\tVPDPWSSD Z3, %s, %s", n, d)
+			continue
+		}
+		d2 := d2reg(r)
+		g.load(wAddr(r, 0), w, k0)
+		g.f("\tVPANDD Z31, %s, %s", w, n)
+		g.f("\tVPMADDWD Z0, %s, %s", n, d)
+		g.f("\tVPSRLW $8, %s, %s", w, n)
+		g.f("\tVPDPWSSD Z1, %s, %s", n, d)
+		g.load(wAddr(r, 64), w, k1)
+		g.f("\tVPANDD Z31, %s, %s", w, n)
+		if v.gs == 128 {
+			g.f("\tVPDPWSSD Z2, %s, %s", n, d)
+			d2 = d
+		} else {
+			g.f("\tVPMADDWD Z2, %s, %s", n, d2)
+		}
+		g.f("\tVPSRLW $8, %s, %s", w, n)
+		g.f("\tVPDPWSSD Z3, %s, %s", n, d2)
+	}
+	for r := 0; r < R; r++ {
+		g.scale(v, dreg(r), cAddr(r, 0), r)
+		if v.bits == 8 && v.gs != 128 {
+			g.scale(v, d2reg(r), cAddr(r, 4*(64/v.gs)), r)
+		}
+	}
+}
+
+// preamble emits, for row r of a pass, c = scale·sx for every group into
+// the row's c buffer and acc(r) = Σ bias·xs (per lane).
+func (g *gen) preamble(v variant, tag string, r int) {
+	L := fmt.Sprintf("%s_p%d", tag, r)
+	if r == 0 {
+		g.f("\tMOVQ R13, SI")
+	} else {
+		g.f("\tMOVQ %d(DI), SI", offSstride)
+		g.f("\tIMULQ $%d, SI", r)
+		g.f("\tADDQ R13, SI")
+	}
+	g.f("\tMOVQ SI, BX")
+	g.f("\tADDQ %d(DI), BX", offBsoff)
+	switch r {
+	case 0:
+		g.f("\tMOVQ R9, R12")
+	case 1:
+		g.f("\tLEAQ (R9)(R10*1), R12")
+	case 2:
+		g.f("\tLEAQ (R9)(R10*2), R12")
+	case 3:
+		g.f("\tMOVQ R11, R12")
+	}
+	g.f("\tMOVQ %d(DI), DX", offSxs)
+	g.f("\tVPXORD %s, %s, %s", acc(r), acc(r), acc(r))
+	g.f("\tCMPQ %d(DI), $1", offSfmt)
+	g.f("\tJEQ %s_f16", L)
+	g.f("\tJGT %s_f32", L)
+	type fmtSpec struct {
+		name       string
+		step       int
+		full       func(src, dst string)
+		masked     func(src, dst string)
+		tmpS, tmpB string
+	}
+	specs := []fmtSpec{
+		{"bf16", 32,
+			func(src, dst string) { g.f("\tVPMOVZXWD %s, %s", src, dst); g.f("\tVPSLLD $16, %s, %s", dst, dst) },
+			func(src, dst string) {
+				y := "Y" + dst[1:]
+				g.f("\tVMOVDQU16.Z %s, K2, %s", src, y)
+				g.f("\tVPMOVZXWD %s, %s", y, dst)
+				g.f("\tVPSLLD $16, %s, %s", dst, dst)
+			}, "Z24", "Z25"},
+		{"f16", 32,
+			func(src, dst string) { g.f("\tVCVTPH2PS %s, %s", src, dst) },
+			func(src, dst string) {
+				y := "Y" + dst[1:]
+				g.f("\tVMOVDQU16.Z %s, K2, %s", src, y)
+				g.f("\tVCVTPH2PS %s, %s", y, dst)
+			}, "Z24", "Z25"},
+		{"f32", 64,
+			func(src, dst string) { g.f("\tVMOVUPS %s, %s", src, dst) },
+			func(src, dst string) { g.f("\tVMOVUPS.Z %s, K2, %s", src, dst) }, "Z24", "Z25"},
+	}
+	for _, s := range specs {
+		P := L + "_" + s.name
+		g.f("%s:", P)
+		g.f("\tCMPQ DX, %d(DI)", offSxsEnd)
+		g.f("\tJAE %s_tail", P)
+		g.f("%s_loop:", P)
+		s.full("(SI)", s.tmpS)
+		g.f("\tVMULPS (DX), %s, %s", s.tmpS, s.tmpS)
+		g.f("\tVMOVUPS %s, (R12)", s.tmpS)
+		s.full("(BX)", s.tmpB)
+		g.f("\tVFMADD231PS 64(DX), %s, %s", s.tmpB, acc(r))
+		g.f("\tADDQ $%d, SI", s.step)
+		g.f("\tADDQ $%d, BX", s.step)
+		g.f("\tADDQ $128, DX")
+		g.f("\tADDQ $64, R12")
+		g.f("\tCMPQ DX, %d(DI)", offSxsEnd)
+		g.f("\tJB %s_loop", P)
+		g.f("%s_tail:", P)
+		g.f("\tKORTESTW K2, K2")
+		g.f("\tJZ %s_done", L)
+		s.masked("(SI)", s.tmpS)
+		g.f("\tVMULPS (DX), %s, %s", s.tmpS, s.tmpS)
+		g.f("\tVMOVUPS %s, (R12)", s.tmpS)
+		s.masked("(BX)", s.tmpB)
+		g.f("\tVFMADD231PS 64(DX), %s, %s", s.tmpB, acc(r))
+		g.f("\tJMP %s_done", L)
+	}
+	g.f("%s_done:", L)
+}
+
+// pass emits the code for one pass over R rows (R is 4 or 1).
+func (g *gen) pass(v variant, R int) {
+	tag := fmt.Sprintf("r%d", R)
+	g.f("%s:", tag)
+	for r := 0; r < R; r++ {
+		g.preamble(v, tag, r)
+	}
+	pf := offPf4
+	if R == 1 {
+		pf = offPf1
+	}
+	g.f("\tMOVQ %d(DI), BX", offXq)
+	g.f("\tLEAQ (AX)(R14*2), DX")
+	g.f("\tMOVQ AX, R12")
+	g.f("\tADDQ %d(DI), R12", pf)
+	g.f("\tMOVQ %d(DI), SI", offBlocks)
+	g.f("\tTESTQ SI, SI")
+	g.f("\tJZ %s_tail", tag)
+	g.f("%s_blk:", tag)
+	g.body(v, R, false)
+	lines := R * v.blockBytes() / 64
+	for i := 0; i < lines; i++ {
+		g.f("\tPREFETCHT0 %d(R12)", 64*i)
+	}
+	g.f("\tADDQ $%d, R12", 64*lines)
+	g.f("\tADDQ $%d, AX", v.blockBytes())
+	g.f("\tADDQ $%d, DX", v.blockBytes())
+	g.f("\tADDQ $256, BX")
+	g.f("\tADDQ $%d, R9", 4*v.gpb())
+	g.f("\tADDQ $%d, R11", 4*v.gpb())
+	g.f("\tDECQ SI")
+	g.f("\tJNZ %s_blk", tag)
+	g.f("%s_tail:", tag)
+	g.f("\tCMPQ %d(DI), $0", offTail)
+	g.f("\tJEQ %s_red", tag)
+	g.body(v, R, true)
+	g.f("%s_red:", tag)
+	if R == 4 {
+		for r := 0; r < 4; r++ {
+			g.f("\tVEXTRACTF64X4 $1, %s, Y%d", acc(r), 8+r)
+			g.f("\tVADDPS Y%d, Y%d, Y%d", 8+r, 4+r, 4+r)
+		}
+		g.f("\tVHADDPS Y5, Y4, Y4")
+		g.f("\tVHADDPS Y7, Y6, Y6")
+		g.f("\tVHADDPS Y6, Y4, Y4")
+		g.f("\tVEXTRACTF128 $1, Y4, X5")
+		g.f("\tVADDPS X5, X4, X4")
+		g.f("\tVMOVUPS X4, (R8)")
+	} else {
+		g.f("\tVEXTRACTF64X4 $1, Z4, Y8")
+		g.f("\tVADDPS Y8, Y4, Y4")
+		g.f("\tVEXTRACTF128 $1, Y4, X8")
+		g.f("\tVADDPS X8, X4, X4")
+		g.f("\tVHADDPS X4, X4, X4")
+		g.f("\tVHADDPS X4, X4, X4")
+		g.f("\tVMOVSS X4, (R8)")
+	}
+	// Next pass: weights, scales and c rows start over R rows further on.
+	g.f("\tADDQ $%d, R8", 4*R)
+	g.f("\tSUBQ %d(DI), AX", offWfull)
+	g.f("\tLEAQ (AX)(R14*%d), AX", R)
+	g.f("\tMOVQ %d(DI), SI", offSstride)
+	if R == 4 {
+		g.f("\tSHLQ $2, SI")
+	}
+	g.f("\tADDQ SI, R13")
+	g.f("\tMOVQ %d(DI), R9", offC)
+	g.f("\tLEAQ (R10)(R10*2), R11")
+	g.f("\tADDQ R9, R11")
+	g.f("\tSUBQ $%d, CX", R)
+	if R == 4 {
+		g.f("\tCMPQ CX, $4")
+		g.f("\tJGE r4")
+	} else {
+		g.f("\tJNZ r1")
+	}
+}
+
+func (g *gen) kernel(v variant) {
+	g.f("// func %s(a *qzArgs)", v.name())
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-8", v.name())
+	g.f("\tMOVQ a+0(FP), DI")
+	if v.bits == 4 {
+		g.f("\tVPBROADCASTW nib4<>(SB), Z31")
+	} else {
+		g.f("\tVPBROADCASTW byte8<>(SB), Z31")
+	}
+	switch {
+	case v.bits == 4 && v.gs == 32:
+		g.f("\tVMOVDQU64 idx4<>(SB), Z30")
+	case v.bits == 4 && v.gs == 64, v.bits == 8 && v.gs == 32:
+		g.f("\tVMOVDQU64 idx8<>(SB), Z30")
+	}
+	g.f("\tKMOVW %d(DI), K2", offGmask)
+	g.f("\tKMOVD %d(DI), K3", offWmask0)
+	g.f("\tKMOVD %d(DI), K4", offWmask1)
+	g.f("\tMOVQ %d(DI), AX", offW)
+	g.f("\tMOVQ %d(DI), R14", offWstride)
+	g.f("\tMOVQ %d(DI), R8", offDst)
+	g.f("\tMOVQ %d(DI), R13", offS)
+	g.f("\tMOVQ %d(DI), R9", offC)
+	g.f("\tMOVQ %d(DI), R10", offCstride)
+	g.f("\tLEAQ (R10)(R10*2), R11")
+	g.f("\tADDQ R9, R11")
+	g.f("\tMOVQ %d(DI), CX", offRows)
+	g.f("\tCMPQ CX, $4")
+	g.f("\tJLT r1check")
+	g.pass(v, 4)
+	g.f("r1check:")
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ done")
+	g.pass(v, 1)
+	g.f("done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+// xzTableIndex is the VPERMI2W table index (0-63 over the two packed
+// vectors of a pair) of element e (0-63) of a 64-element half block after
+// VPACKSSDW packed four vectors of 16 int32 as pack(I0, I1), pack(I2, I3):
+// per 128-bit lane l, words 8l..8l+3 come from the first operand's dwords
+// 4l..4l+3 and words 8l+4..8l+7 from the second's.
+func xzTableIndex(e int) int {
+	src, e1 := e/32, e%32
+	second := e1 / 16
+	e2 := e1 % 16
+	return src*32 + 8*(e2/4) + 4*second + e2%4
+}
+
+// quantizer emits xzq{bits}g{gs}(x *float32, xq *int16, sxs *float32,
+// blocks int): xzQuantize for whole 128-element blocks.
+func (g *gen) quantizer(bits, gs int) {
+	name := fmt.Sprintf("xzq%dg%d", bits, gs)
+	nz := gs / 16
+	g.f("// func %s(x *float32, xq *int16, sxs *float32, blocks int)", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-32", name)
+	g.f("\tMOVQ x+0(FP), SI")
+	g.f("\tMOVQ xq+8(FP), DI")
+	g.f("\tMOVQ sxs+16(FP), R8")
+	g.f("\tMOVQ blocks+24(FP), CX")
+	g.f("\tXORQ R9, R9")
+	g.f("\tVPBROADCASTD absmask<>(SB), Z31")
+	g.f("\tVMOVSS c32767<>(SB), X30")
+	g.f("\tVMOVSS fltmax<>(SB), X29")
+	nidx := 4
+	if bits == 8 {
+		nidx = 2
+	}
+	for k := 0; k < nidx; k++ {
+		g.f("\tVMOVDQU64 xzidx%d<>+%d(SB), Z%d", bits, 64*k, 20+k)
+	}
+	g.f("\tTESTQ CX, CX")
+	g.f("\tJZ done")
+	g.f("blk:")
+	for i := 0; i < 8; i++ {
+		g.f("\tVMOVUPS %d(SI), Z%d", 64*i, i)
+	}
+	for q := 0; q < 128/gs; q++ {
+		z0 := q * nz
+		g.f("\tVANDPS Z31, Z%d, Z8", z0)
+		g.f("\tVMOVAPS Z%d, Z9", z0)
+		for i := z0 + 1; i < z0+nz; i++ {
+			g.f("\tVANDPS Z31, Z%d, Z10", i)
+			g.f("\tVMAXPS Z10, Z8, Z8")
+			g.f("\tVADDPS Z%d, Z9, Z9", i)
+		}
+		for _, r := range []struct{ op, reg, tmp string }{{"VMAXPS", "8", "10"}, {"VADDPS", "9", "11"}} {
+			g.f("\tVEXTRACTF64X4 $1, Z%s, Y%s", r.reg, r.tmp)
+			g.f("\t%s Y%s, Y%s, Y%s", r.op, r.tmp, r.reg, r.reg)
+			g.f("\tVEXTRACTF128 $1, Y%s, X%s", r.reg, r.tmp)
+			g.f("\t%s X%s, X%s, X%s", r.op, r.tmp, r.reg, r.reg)
+			g.f("\tVPERMILPS $0x4e, X%s, X%s", r.reg, r.tmp)
+			g.f("\t%s X%s, X%s, X%s", r.op, r.tmp, r.reg, r.reg)
+			g.f("\tVPERMILPS $0xb1, X%s, X%s", r.reg, r.tmp)
+			g.f("\t%s X%s, X%s, X%s", r.op, r.tmp, r.reg, r.reg)
+		}
+		// sx = max/32767; inv = 32767/max, which is +Inf for an all-zero
+		// group: clamped to MaxFloat32 so its zeros stay zero.
+		g.f("\tVDIVSS X30, X8, X12")
+		g.f("\tVDIVSS X8, X30, X13")
+		g.f("\tVMINSS X29, X13, X13")
+		g.f("\tVBROADCASTSS X13, Z13")
+		g.f("\tMOVQ R9, R10")
+		g.f("\tSHRQ $4, R10")
+		g.f("\tSHLQ $7, R10")
+		g.f("\tMOVQ R9, R11")
+		g.f("\tANDQ $15, R11")
+		g.f("\tLEAQ (R10)(R11*4), R10")
+		g.f("\tVMOVSS X12, (R8)(R10*1)")
+		g.f("\tVMOVSS X9, 64(R8)(R10*1)")
+		g.f("\tINCQ R9")
+		for i := z0; i < z0+nz; i++ {
+			g.f("\tVMULPS Z13, Z%d, Z%d", i, i)
+			g.f("\tVCVTPS2DQ Z%d, Z%d", i, i)
+		}
+	}
+	for i := 0; i < 8; i += 2 {
+		g.f("\tVPACKSSDW Z%d, Z%d, Z%d", i+1, i, i)
+	}
+	if bits == 4 {
+		for k := 0; k < 4; k++ {
+			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
+			g.f("\tVPERMI2W Z2, Z0, Z8")
+			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
+			g.f("\tVPERMI2W Z6, Z4, Z9")
+			g.f("\tVINSERTI64X4 $1, Y9, Z8, Z8")
+			g.f("\tVMOVDQU64 Z8, %d(DI)", 64*k)
+		}
+	} else {
+		for k := 0; k < 2; k++ {
+			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
+			g.f("\tVPERMI2W Z2, Z0, Z8")
+			g.f("\tVMOVDQU64 Z8, %d(DI)", 64*k)
+			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
+			g.f("\tVPERMI2W Z6, Z4, Z9")
+			g.f("\tVMOVDQU64 Z9, %d(DI)", 64*(2+k))
+		}
+	}
+	g.f("\tADDQ $512, SI")
+	g.f("\tADDQ $256, DI")
+	g.f("\tDECQ CX")
+	g.f("\tJNZ blk")
+	g.f("done:")
+	g.f("\tVZEROUPPER")
+	g.f("\tRET")
+	g.f("")
+}
+
+func main() {
+	g := &gen{}
+	g.f("// Code generated by gen_kernels512.go; DO NOT EDIT.")
+	g.f("")
+	g.f("#include \"textflag.h\"")
+	g.f("")
+	g.f("// AVX-512 (BW, VNNI) decode kernels: see simd512_amd64.go for the")
+	g.f("// layouts. Registers: DI args, AX/DX weight rows 0 and 2 (R14 the row")
+	g.f("// stride), BX x blocks then bias rows, SI block counter or scale row,")
+	g.f("// R8 dst, R9/R11 c rows 0 and 3 (R10 the c row stride), R12 prefetch")
+	g.f("// cursor or c row, R13 scale row of the pass, CX rows left; Z0-Z3 one")
+	g.f("// block of x, Z4-Z7 row accumulators, Z30 lane-to-group index, Z31")
+	g.f("// code mask.")
+	g.f("")
+	g.f("DATA nib4<>+0(SB)/2, $0x000f")
+	g.f("GLOBL nib4<>(SB), RODATA|NOPTR, $2")
+	g.f("DATA byte8<>+0(SB)/2, $0x00ff")
+	g.f("GLOBL byte8<>(SB), RODATA|NOPTR, $2")
+	for i := 0; i < 16; i++ {
+		g.f("DATA idx4<>+%d(SB)/4, $%d", 4*i, i/4)
+	}
+	g.f("GLOBL idx4<>(SB), RODATA|NOPTR, $64")
+	for i := 0; i < 16; i++ {
+		g.f("DATA idx8<>+%d(SB)/4, $%d", 4*i, i/8)
+	}
+	g.f("GLOBL idx8<>(SB), RODATA|NOPTR, $64")
+	g.f("DATA absmask<>+0(SB)/4, $0x7fffffff")
+	g.f("GLOBL absmask<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA c32767<>+0(SB)/4, $0x46fffe00") // 32767.0
+	g.f("GLOBL c32767<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA fltmax<>+0(SB)/4, $0x7f7fffff")
+	g.f("GLOBL fltmax<>(SB), RODATA|NOPTR, $4")
+	// VPERMI2W indices of the x layout: for 4 bits, vector k takes
+	// elements 4j+k (j < 16 from each pair of packed vectors); for 8 bits,
+	// elements 2j+k (j < 32).
+	for k := 0; k < 4; k++ {
+		for j := 0; j < 32; j++ {
+			g.f("DATA xzidx4<>+%d(SB)/2, $%d", 64*k+2*j, xzTableIndex(4*(j%16)+k))
+		}
+	}
+	g.f("GLOBL xzidx4<>(SB), RODATA|NOPTR, $256")
+	for k := 0; k < 2; k++ {
+		for j := 0; j < 32; j++ {
+			g.f("DATA xzidx8<>+%d(SB)/2, $%d", 64*k+2*j, xzTableIndex(2*j+k))
+		}
+	}
+	g.f("GLOBL xzidx8<>(SB), RODATA|NOPTR, $128")
+	g.f("")
+	for _, bits := range []int{4, 8} {
+		for _, gs := range []int{32, 64, 128} {
+			g.kernel(variant{bits, gs})
+			g.quantizer(bits, gs)
+		}
+	}
+	if err := os.WriteFile("kernels512_amd64.s", []byte(g.b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "gen_kernels512:", err)
+		os.Exit(1)
+	}
+}

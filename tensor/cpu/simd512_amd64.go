@@ -1,0 +1,218 @@
+//go:build amd64
+
+package cpu
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"mlxchat/tensor"
+)
+
+//go:generate go run gen_kernels512.go
+
+// haveAVX512 reports whether the AVX-512 decode kernels can run here: they
+// need AVX-512 F and BW (word shifts and masked word loads), VNNI
+// (VPDPWSSD) and the AVX2/FMA/F16C set the rest of the backend uses.
+func haveAVX512() bool {
+	return haveSIMD() && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+		cpu.X86.HasAVX512VNNI
+}
+
+// qzArgs is what the AVX-512 decode kernels read (and partly update) for
+// one run over consecutive output rows. Offsets are fixed in
+// gen_kernels512.go; TestQzArgsLayout keeps the two in step.
+type qzArgs struct {
+	w       unsafe.Pointer // packed weights of the first row
+	s       unsafe.Pointer // scales of the first row (BF16, F16 or F32)
+	bsoff   uintptr        // biases minus scales, in bytes (same dtype)
+	xq      unsafe.Pointer // x as int16 in the block layout (xzLayout)
+	sxs     unsafe.Pointer // per 16 groups: 16 x scales then 16 group sums
+	sxsEnd  uintptr        // sxs plus 128 bytes per full 16-group chunk
+	c       unsafe.Pointer // scratch: 4 rows of cstride bytes (+64 slack)
+	dst     unsafe.Pointer // one float per row
+	rows    int
+	wstride int    // bytes between weight rows
+	sstride int    // bytes between scale rows
+	cstride int    // bytes between c rows: 64 per 16 groups
+	blocks  int    // full 128-element blocks per row
+	tail    int    // 1 when a partial block follows
+	gmask   uint64 // lanes of the last, partial 16-group chunk (0: none)
+	wmask0  uint64 // words loaded from the first 64 bytes of the partial block
+	wmask1  uint64 // and from the second (8 bits only)
+	sfmt    int    // scale dtype: 0 BF16, 1 F16, 2 F32
+	pf4     int    // prefetch distance of the 4-row passes, bytes
+	pf1     int    // and of the single-row passes
+	wfull   int    // blocks · bytes per block
+}
+
+// The kernels: bits 4 or 8, group size 32, 64 or 128 (kernels512_amd64.s).
+
+//go:noescape
+func qz4g32(a *qzArgs)
+
+//go:noescape
+func qz4g64(a *qzArgs)
+
+//go:noescape
+func qz4g128(a *qzArgs)
+
+//go:noescape
+func qz8g32(a *qzArgs)
+
+//go:noescape
+func qz8g64(a *qzArgs)
+
+//go:noescape
+func qz8g128(a *qzArgs)
+
+// The x quantizers: xzQuantize for whole 128-element blocks, rounding
+// halfway cases to even (the error bound is the same).
+
+//go:noescape
+func xzq4g32(x *float32, xq *int16, sxs *float32, blocks int)
+
+//go:noescape
+func xzq4g64(x *float32, xq *int16, sxs *float32, blocks int)
+
+//go:noescape
+func xzq4g128(x *float32, xq *int16, sxs *float32, blocks int)
+
+//go:noescape
+func xzq8g32(x *float32, xq *int16, sxs *float32, blocks int)
+
+//go:noescape
+func xzq8g64(x *float32, xq *int16, sxs *float32, blocks int)
+
+//go:noescape
+func xzq8g128(x *float32, xq *int16, sxs *float32, blocks int)
+
+// xzQuantize512 is xzQuantize with the whole blocks done by the AVX-512
+// quantizer and the groups after them in Go.
+func xzQuantize512(xq []int16, sxs []float32, x []float32, gs, bits int) {
+	blocks := len(x) / 128
+	if blocks > 0 {
+		_ = xq[blocks*128-1]
+		_ = sxs[((blocks*128/gs)-1)/16*32+31]
+		q := xzq4g32
+		switch {
+		case bits == 4 && gs == 64:
+			q = xzq4g64
+		case bits == 4 && gs == 128:
+			q = xzq4g128
+		case bits == 8 && gs == 32:
+			q = xzq8g32
+		case bits == 8 && gs == 64:
+			q = xzq8g64
+		case bits == 8 && gs == 128:
+			q = xzq8g128
+		}
+		q(&x[0], &xq[0], &sxs[0], blocks)
+	}
+	xzQuantizeFrom(xq, sxs, x, gs, bits, blocks*128/gs)
+}
+
+// qzKernel returns the AVX-512 decode kernel for bits and group size gs,
+// or nil when there is none.
+func qzKernel(bits, gs int) func(*qzArgs) {
+	switch {
+	case bits == 4 && gs == 32:
+		return qz4g32
+	case bits == 4 && gs == 64:
+		return qz4g64
+	case bits == 4 && gs == 128:
+		return qz4g128
+	case bits == 8 && gs == 32:
+		return qz8g32
+	case bits == 8 && gs == 64:
+		return qz8g64
+	case bits == 8 && gs == 128:
+		return qz8g128
+	}
+	return nil
+}
+
+// scaleFormat is the kernels' code for the scales' dtype, or -1.
+func scaleFormat(w *tensor.Matrix) int {
+	if w.Scales.DType != w.Biases.DType {
+		return -1
+	}
+	switch w.Scales.DType {
+	case tensor.BF16:
+		return 0
+	case tensor.F16:
+		return 1
+	case tensor.F32:
+		return 2
+	}
+	return -1
+}
+
+// canAVX512 reports whether matvec512 handles w.
+func canAVX512(w *tensor.Matrix) bool {
+	return qzKernel(w.Bits, w.GroupSize) != nil && scaleFormat(w) >= 0
+}
+
+// matvec512 computes dst[o] = x·w[o] for one row x with the AVX-512
+// kernels: x is rounded to int16 per group (xzQuantize), each worker
+// takes a range of output rows and the kernel runs four rows per pass so a
+// block of x is loaded once for four weight rows.
+func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
+	in, out, gs, bits := w.In, w.Out, w.GroupSize, w.Bits
+	groups := in / gs
+	chunks := (groups + 15) / 16
+	blocks := in / 128
+	tailElems := in % 128
+	xqLen := (in + 127) &^ 127
+
+	xqBuf := b.getBuf(xqLen / 2)
+	defer b.putBuf(xqBuf)
+	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xqLen)
+	sxsBuf := b.getBuf(chunks * 32)
+	defer b.putBuf(sxsBuf)
+	sxs := *sxsBuf
+	xzQuantize512(xq, sxs, x, gs, bits)
+
+	var a qzArgs
+	a.wstride = in * bits / 8
+	esize := w.Scales.DType.Size()
+	a.sstride = groups * esize
+	a.cstride = chunks * 64
+	a.blocks = blocks
+	a.wfull = blocks * 128 * bits / 8
+	if tailElems > 0 {
+		a.tail = 1
+		if bits == 4 {
+			a.wmask0 = 1<<(tailElems/4) - 1
+		} else {
+			a.wmask0 = 1<<(min(tailElems, 64)/2) - 1
+			a.wmask1 = 1<<(max(tailElems-64, 0)/2) - 1
+		}
+	}
+	if r := groups % 16; r != 0 {
+		a.gmask = 1<<r - 1
+	}
+	a.sfmt = scaleFormat(w)
+	a.pf4 = 4 * a.wstride
+	a.pf1 = 2 * a.wstride
+	a.xq = unsafe.Pointer(unsafe.SliceData(xq))
+	a.sxs = unsafe.Pointer(unsafe.SliceData(sxs))
+	a.sxsEnd = uintptr(a.sxs) + uintptr(groups/16*128)
+	sData, bData := w.Scales.Data, w.Biases.Data
+	a.bsoff = uintptr(unsafe.Pointer(unsafe.SliceData(bData))) - uintptr(unsafe.Pointer(unsafe.SliceData(sData)))
+	kern := qzKernel(bits, gs)
+	wData := w.W.Data
+	cLen := (4*a.cstride + 64) / 4
+	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
+		cBuf := b.getBuf(cLen)
+		defer b.putBuf(cBuf)
+		t := a
+		t.rows = hi - lo
+		t.w = unsafe.Pointer(&wData[lo*a.wstride])
+		t.s = unsafe.Pointer(&sData[lo*a.sstride])
+		t.c = unsafe.Pointer(unsafe.SliceData(*cBuf))
+		t.dst = unsafe.Pointer(&dst[lo])
+		kern(&t)
+	})
+}

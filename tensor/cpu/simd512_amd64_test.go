@@ -1,0 +1,92 @@
+//go:build amd64
+
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+)
+
+// TestQzArgsLayout keeps qzArgs in step with the field offsets the
+// generated assembly (gen_kernels512.go) uses.
+func TestQzArgsLayout(t *testing.T) {
+	var a qzArgs
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"w", unsafe.Offsetof(a.w), 0},
+		{"s", unsafe.Offsetof(a.s), 8},
+		{"bsoff", unsafe.Offsetof(a.bsoff), 16},
+		{"xq", unsafe.Offsetof(a.xq), 24},
+		{"sxs", unsafe.Offsetof(a.sxs), 32},
+		{"sxsEnd", unsafe.Offsetof(a.sxsEnd), 40},
+		{"c", unsafe.Offsetof(a.c), 48},
+		{"dst", unsafe.Offsetof(a.dst), 56},
+		{"rows", unsafe.Offsetof(a.rows), 64},
+		{"wstride", unsafe.Offsetof(a.wstride), 72},
+		{"sstride", unsafe.Offsetof(a.sstride), 80},
+		{"cstride", unsafe.Offsetof(a.cstride), 88},
+		{"blocks", unsafe.Offsetof(a.blocks), 96},
+		{"tail", unsafe.Offsetof(a.tail), 104},
+		{"gmask", unsafe.Offsetof(a.gmask), 112},
+		{"wmask0", unsafe.Offsetof(a.wmask0), 120},
+		{"wmask1", unsafe.Offsetof(a.wmask1), 128},
+		{"sfmt", unsafe.Offsetof(a.sfmt), 136},
+		{"pf4", unsafe.Offsetof(a.pf4), 144},
+		{"pf1", unsafe.Offsetof(a.pf1), 152},
+		{"wfull", unsafe.Offsetof(a.wfull), 160},
+	} {
+		if f.got != f.want {
+			t.Errorf("qzArgs.%s at offset %d, the assembly reads it at %d", f.name, f.got, f.want)
+		}
+	}
+}
+
+// TestXZQuantize512 compares the AVX-512 x quantizer with the Go one: the
+// same scales, sums within float rounding, codes within one step (the
+// assembly rounds halfway cases to even) and within the rounding bound.
+func TestXZQuantize512(t *testing.T) {
+	if !haveAVX512() {
+		t.Skip("no AVX-512 on this machine")
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	for _, bits := range []int{4, 8} {
+		for _, c := range []struct{ in, gs int }{{128, 32}, {384, 64}, {2048, 64}, {2560, 128}, {608, 32}, {96, 32}, {8192, 128}} {
+			x := randF32(rng, c.in, 3)
+			for i := 0; i < c.gs; i++ {
+				x[i] = 0 // an all-zero group
+			}
+			x[c.in-1] = 0.5 // a halfway case once scaled? harmless otherwise
+			padded := (c.in + 127) &^ 127
+			chunks := (c.in/c.gs + 15) / 16
+			wantQ, gotQ := make([]int16, padded), make([]int16, padded)
+			wantS, gotS := make([]float32, chunks*32), make([]float32, chunks*32)
+			for i := range gotQ {
+				gotQ[i] = 999
+			}
+			xzQuantize(wantQ, wantS, x, c.gs, bits)
+			xzQuantize512(gotQ, gotS, x, c.gs, bits)
+			for i := range wantS {
+				if i%32 < 16 && gotS[i] != wantS[i] || math.Abs(float64(gotS[i]-wantS[i])) > 1e-5*(1+math.Abs(float64(wantS[i]))) {
+					t.Fatalf("bits %d in %d gs %d: sxs[%d] = %g, want %g", bits, c.in, c.gs, i, gotS[i], wantS[i])
+				}
+			}
+			for i := range wantQ {
+				if d := int(gotQ[i]) - int(wantQ[i]); d < -1 || d > 1 {
+					t.Fatalf("bits %d in %d gs %d: code at %d = %d, want %d", bits, c.in, c.gs, i, gotQ[i], wantQ[i])
+				}
+			}
+			for e := 0; e < c.in; e++ {
+				g := e / c.gs
+				sx := float64(gotS[g/16*32+g%16])
+				back := float64(gotQ[xzPos(e, bits)]) * sx
+				if math.Abs(back-float64(x[e])) > sx*(0.5+1.0/512)+1e-12 {
+					t.Fatalf("bits %d in %d gs %d: x[%d] = %g comes back as %g", bits, c.in, c.gs, e, x[e], back)
+				}
+			}
+		}
+	}
+}
