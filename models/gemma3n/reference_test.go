@@ -20,7 +20,7 @@ import (
 type refModel struct {
 	trace func(layer int, streams [][]float64)
 	c     *Config
-	get func(name string) []float64 // dequantized tensor by name (under the text prefix)
+	get   func(name string) []float64 // dequantized tensor by name (under the text prefix)
 }
 
 func newRefModel(t *testing.T, dir string) *refModel {
