@@ -164,17 +164,24 @@ type Request interface{ isRequest() }
 
 // Generate asks for the assistant's next answer to Conversation (which ends
 // with the user's turn). The engine renders the chat template over the whole
-// conversation and prefills only the tokens it has not fed yet: when the
-// token history fed to the cache (trimmed tokens included) is a prefix of
-// the new prompt, the cache is continued and only the suffix is run, also
-// after trims (the cache then holds the sink and the recent window, and the
-// first chunks trim further as usual). The cache is reset and the whole
-// prompt prefilled when the history diverges (edited turns, another system
-// prompt, Reset), after an Error, when the prompt adds nothing, or when the
-// cache trimmed under a lower MaxKV than the one now in force (a full
+// conversation and prefills only the tokens it has not fed yet. It keeps
+// the longest common prefix of the token history fed to the cache (trimmed
+// tokens included) and the new prompt: when the history is a prefix of the
+// prompt the cache is continued as is, also after trims (the cache then
+// holds the sink and the recent window, and the first chunks trim further
+// as usual); when they differ near the end (the template trimmed the last
+// answer's whitespace, a stop string cut it, an answer re-tokenizes
+// differently, an edited late turn) the cache is rewound to the divergence
+// and prefilled from there; when the prompt adds nothing (the same
+// conversation again, or a shorter one) it is rewound so that its last
+// token runs again. The cache is reset and the whole prompt prefilled when
+// it cannot be rewound that far (the divergence lies in tokens already
+// trimmed, or further back than the sliding layers' rewind slack, 256
+// tokens), after an Error, when the prompt shares no token with it, or when
+// the cache trimmed under a lower MaxKV than the one now in force (a full
 // prefill then restores the context the new cap has room for). The Stats
-// event reports how many tokens were reused and how many of those had been
-// trimmed.
+// event reports how many tokens were reused, rewound and had been trimmed,
+// and why the cache was rewound or reset.
 type Generate struct {
 	Conversation []Message
 	// Settings overrides the engine's current settings for this request
@@ -300,6 +307,14 @@ type Stats struct {
 	PromptTokens  int // tokens of the rendered prompt
 	ReusedTokens  int // of those, tokens already fed to the cache (not prefilled again)
 	ReusedTrimmed int // of the reused tokens, how many had been trimmed before this request (no longer attended)
+	// RewoundTokens is how many tokens fed by earlier requests were
+	// dropped from the end of the cache because the prompt differs from
+	// them (or ends before them); the cache kept ReusedTokens and the
+	// prompt was prefilled from there. 0 = no rewind.
+	RewoundTokens int
+	// CacheRewind says why the cache was rewound (one of the Rewind*
+	// values; "" = it was not).
+	CacheRewind string
 	// CacheRestart says why the cache was emptied and the whole prompt
 	// prefilled although it held tokens ("" = it was continued, or empty);
 	// one of the Restart* values.
@@ -315,17 +330,37 @@ type Stats struct {
 	KVBytes          int64 // bytes held by the KV cache
 }
 
+// Why a Generate request rewound the cache (Stats.CacheRewind).
+const (
+	// RewindDiverged: the prompt differs from the tokens fed to the cache
+	// after the reused prefix (the template trimmed the last answer's
+	// whitespace, a stop string cut it, it re-tokenizes differently, or a
+	// late turn was edited).
+	RewindDiverged = "history changed"
+	// RewindNothingNew: the prompt adds no token to what the cache holds
+	// (the same conversation again, or one that ends earlier, as when an
+	// answer is regenerated); its last token is prefilled again for the
+	// next-token logits.
+	RewindNothingNew = "nothing new"
+)
+
 // Why a Generate request could not continue the cache (Stats.CacheRestart).
 const (
 	// RestartEmpty: the cache held nothing to continue (first turn, after
 	// Reset or an Error); never reported in Stats.
 	RestartEmpty = "empty"
-	// RestartHistory: the conversation's tokens no longer start with what
-	// the cache was fed (an edited turn, another system prompt, or an
-	// answer whose text re-tokenizes differently).
+	// RestartHistory: the conversation's tokens share nothing usable with
+	// what the cache was fed (another first token) or the engine lost
+	// track of what it fed.
 	RestartHistory = "history changed"
+	// RestartBeyondRewind: the prompt differs from what the cache was fed
+	// at a point the cache cannot be rewound to: the tokens there were
+	// already trimmed to fit MaxKV, or it lies further back than the
+	// sliding layers' rewind slack (kvcache.DefaultRewindSlack tokens).
+	RestartBeyondRewind = "history changed beyond rewind reach"
 	// RestartNothingNew: the prompt adds no token to what was fed (the
-	// same conversation sent again).
+	// same conversation sent again) and the cache cannot be rewound to
+	// prefill its last token again.
 	RestartNothingNew = "nothing new"
 	// RestartCapRaised: the cache trimmed under a lower MaxKV than the
 	// current one, so a full prefill restores the context now affordable.

@@ -7,17 +7,26 @@
 //
 // Prefix reuse: the engine remembers every token id it has fed to the
 // cache since the cache was last emptied, trimmed ones included. A new
-// Generate re-renders the whole conversation; when that history is a proper
-// prefix of the new prompt, the cache is continued and only the suffix is
-// prefilled. This holds after trims too: the trimmed cache (attention sink
-// plus the recent window, at their absolute positions) is a valid state to
-// continue from, as in mlx-lm's rotating cache and llama.cpp's context
-// shift, and re-prefilling a long document would only trim it again.
-// Otherwise (history edited, the answer re-tokenized differently, another
-// system prompt, the prompt identical, an earlier error, or the cache
-// trimmed under a lower MaxKV than the current one) the cache is reset and
-// the whole prompt is prefilled. Stats (ReusedTokens, ReusedTrimmed,
-// CacheRestart) and PrefillProgress report the reuse or why there was none.
+// Generate re-renders the whole conversation and keeps the longest common
+// prefix of that history and the new prompt (at most all but the prompt's
+// last token, which must run for the next-token logits), as llama.cpp and
+// mlx-lm's trim_prompt_cache do. When the history is a prefix of the prompt
+// the cache is continued and only the suffix is prefilled. When they differ
+// near the end, which is common (the template trims whitespace off the last
+// answer, a stop string cut it, it re-tokenizes differently), the cache is
+// rewound (kvcache's Rewind) to the divergence and only the rest is
+// prefilled, instead of the whole conversation with any long pasted
+// document in it. Both hold after trims too: the trimmed cache (attention
+// sink plus the recent window, at their absolute positions) is a valid
+// state to continue from, as in mlx-lm's rotating cache and llama.cpp's
+// context shift, and re-prefilling a long document would only trim it
+// again. The cache is reset and the whole prompt prefilled when it cannot
+// rewind that far (the divergence lies in trimmed tokens, or further back
+// than the sliding layers' rewind slack of kvcache.DefaultRewindSlack
+// tokens), when nothing is shared, after an earlier error, or when the
+// cache trimmed under a lower MaxKV than the current one. Stats
+// (ReusedTokens, ReusedTrimmed, RewoundTokens, CacheRewind, CacheRestart)
+// and PrefillProgress report the reuse or why there was none.
 //
 // MaxKV is enforced by kvcache at the start of every chunk (prefill chunks
 // are clamped to kvcache's MaxChunk, decode steps are chunks of one); the

@@ -66,7 +66,8 @@ type watchModel struct {
 	// force maps a 1-based Forward call to a token id made the clear
 	// argmax of its last logits row (a model that emits that token next).
 	force map[int]int32
-	fed   [][]int32 // ids of every Forward call, in order
+	fed   [][]int32   // ids of every Forward call, in order
+	last  [][]float32 // the last logits row of every Forward call (before forcing)
 }
 
 func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*tensor.Tensor, error) {
@@ -88,6 +89,12 @@ func (w *watchModel) Forward(c *kvcache.Cache, ids []int32, lastOnly bool) (*ten
 		return nil, fmt.Errorf("injected fault in forward call %d", call)
 	}
 	logits, err := w.Model.Forward(c, ids, lastOnly)
+	if err == nil && logits != nil && logits.DType == tensor.F32 {
+		row := logits.F32()
+		w.mu.Lock()
+		w.last = append(w.last, append([]float32(nil), row[len(row)-w.Config().VocabSize:]...))
+		w.mu.Unlock()
+	}
 	if err == nil && doForce {
 		row := logits.F32()
 		row = row[len(row)-w.Config().VocabSize:]
@@ -292,12 +299,21 @@ func TestMultiTurnPrefixReuse(t *testing.T) {
 		t.Fatalf("third turn reused %d tokens: neither all of turn 2's prompt (%d) nor a clean restart", r3.stats.ReusedTokens, r2.stats.PromptTokens)
 	}
 
-	// Edited history: the cache no longer matches, so it starts over.
+	// Edited history: the prompt parts from what the cache was fed inside
+	// the first turn; the cache is rewound there and the rest prefilled.
 	edited := []Message{user("hello the world, how are they"), assistant(d1.Text), user("and is it going")}
+	fed := append([]int32(nil), e.w.cached...)
+	common := commonPrefix(promptIDs(t, e, edited), fed)
+	before = wm.count()
 	r4 := await(t, e, e.Submit(Generate{Conversation: edited, Settings: &s2}), nil)
-	mustDone(t, r4)
-	if r4.stats.ReusedTokens != 0 || r4.stats.PrefillTokens != r4.stats.PromptTokens {
-		t.Fatalf("edited history: %+v, want a full prefill", *r4.stats)
+	d4 := mustDone(t, r4)
+	st4 := r4.stats
+	if common < 10 || st4.ReusedTokens != common || st4.RewoundTokens != len(fed)-common || st4.CacheRewind != RewindDiverged ||
+		st4.CacheRestart != "" || st4.PrefillTokens != st4.PromptTokens-common {
+		t.Fatalf("edited history: %+v, want %d tokens kept and %d rewound", *st4, common, len(fed)-common)
+	}
+	if got := wm.count() - before; got != st4.PrefillTokens+forwardedSteps(d4) {
+		t.Fatalf("edited history forwarded %d tokens, want %d prefilled + %d decoded", got, st4.PrefillTokens, forwardedSteps(d4))
 	}
 
 	// Reset (/clear) empties the cache: the same conversation is prefilled again.
@@ -308,10 +324,32 @@ func TestMultiTurnPrefixReuse(t *testing.T) {
 	if _, ok := rc.events[len(rc.events)-1].(Cleared); !ok {
 		t.Fatalf("Reset answered with %T", rc.events[len(rc.events)-1])
 	}
+	// The full prefill gives the answer the rewound cache gave.
 	r5 := await(t, e, e.Submit(Generate{Conversation: edited, Settings: &s2}), nil)
 	if d5 := mustDone(t, r5); r5.stats.ReusedTokens != 0 || d5.Text != r4.done.Text {
 		t.Fatalf("after Reset: reused %d, answer %q, want 0 and %q", r5.stats.ReusedTokens, d5.Text, r4.done.Text)
 	}
+}
+
+// promptIDs renders conv with the generation prompt and tokenizes it, as
+// the engine does.
+func promptIDs(t *testing.T, e *Engine, conv []Message) []int32 {
+	t.Helper()
+	ids, err := e.w.tok.Encode(mustRender(t, e, conv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// forwardedSteps is how many of an answer's tokens were fed back: all of
+// them when a stop token ended it (the stop token is not counted), else all
+// but the last one, which ended it (token limit, stop string, loop, cancel).
+func forwardedSteps(d *Done) int {
+	if d.Reason == DoneStop {
+		return d.Tokens
+	}
+	return max(0, d.Tokens-1)
 }
 
 // longPrompt is a prompt of well over 100 tokens for the tiny tokenizer.
@@ -435,21 +473,24 @@ func TestContinueAfterTrim(t *testing.T) {
 	fullPrefill := func(name string, conv []Message, set *Settings, why string) {
 		t.Helper()
 		r := await(t, e, e.Submit(Generate{Conversation: conv, Settings: set}), nil)
-		mustDone(t, r)
+		d := mustDone(t, r)
 		if r.stats.ReusedTokens != 0 || r.stats.PrefillTokens != r.stats.PromptTokens || r.stats.CacheRestart != why {
 			t.Fatalf("%s: stats %+v, want a full prefill because %q", name, *r.stats, why)
 		}
-		if cs := r.states[0]; cs.Seen > chunk {
-			t.Fatalf("%s: first cache state %+v, want the cache reset before prefill", name, cs)
+		// CacheState events may be coalesced, but the last one is always
+		// delivered: it counts only this request's tokens.
+		if cs := r.states[len(r.states)-1]; cs.Seen != r.stats.PromptTokens+forwardedSteps(d) {
+			t.Fatalf("%s: last cache state %+v after %d prompt tokens and %d answer tokens, want the cache reset before prefill", name, cs, r.stats.PromptTokens, d.Tokens)
 		}
 	}
-	// Edited history after a trim: the fed tokens no longer match.
+	// Edited history after a trim: the fed tokens part at the front, in
+	// the sink and the trimmed tokens, where the cache cannot rewind to.
 	edited := append([]Message{user("the dog" + longPrompt())}, conv2[1:]...)
-	fullPrefill("edited history", edited, nil, RestartHistory)
+	fullPrefill("edited history", edited, nil, RestartBeyondRewind)
 	// Another system prompt changes the front of the prompt.
 	sys := one
 	sys.System = "be brief"
-	fullPrefill("system prompt", edited, &sys, RestartHistory)
+	fullPrefill("system prompt", edited, &sys, RestartBeyondRewind)
 	// A raised cap: the trimmed tokens now fit, so they are prefilled again
 	// although the fed history (the last prompt; its one sampled token was
 	// not fed) is a prefix of this one.
@@ -460,9 +501,14 @@ func TestContinueAfterTrim(t *testing.T) {
 	off := raised
 	off.MaxKV = 0
 	fullPrefill("cap off", append(more, assistant("ok"), user("all")), &off, RestartCapRaised)
-	// The same conversation again adds nothing to continue from.
+	// The same conversation again adds nothing: the cache (untrimmed now)
+	// is rewound to run the prompt's last token again.
 	again := append(more, assistant("ok"), user("all"))
-	fullPrefill("same prompt", again, &off, RestartNothingNew)
+	ra := await(t, e, e.Submit(Generate{Conversation: again, Settings: &off}), nil)
+	mustDone(t, ra)
+	if st := ra.stats; st.ReusedTokens != st.PromptTokens-1 || st.PrefillTokens != 1 || st.RewoundTokens != 1 || st.CacheRewind != RewindNothingNew || st.CacheRestart != "" {
+		t.Fatalf("same prompt: stats %+v, want all but the last token reused", *st)
+	}
 	if cs := e.w.cacheState(); cs.Trimmed != 0 || cs.Live != cs.Seen {
 		t.Fatalf("after /kv off: %+v, want every token live", cs)
 	}
@@ -747,6 +793,10 @@ func TestLoopDetection(t *testing.T) {
 	if d.Reason != DoneLoop || d.Tokens >= 300 {
 		t.Fatalf("done %s after %d tokens, want loop", d.Reason, d.Tokens)
 	}
+	// Start over, so the same prompt runs through the same kernels (a
+	// rewound cache would prefill its last token alone, at another
+	// rounding, and the random model's greedy path may part).
+	await(t, e, e.Submit(Reset{}), nil)
 	off := Settings{MaxTokens: 80, NoLoopDetect: true}
 	d2 := mustDone(t, await(t, e, e.Submit(Generate{Conversation: conv, Settings: &off}), nil))
 	if d2.Tokens <= d.Tokens || !strings.HasPrefix(d2.Text, d.Text) {

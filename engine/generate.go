@@ -99,16 +99,30 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 		w.cached = nil
 	}
 	cs, _ := w.lm.state()
-	reuse := 0
-	if why := w.restartReason(ids, cs, s.MaxKV); why == "" {
-		reuse = len(w.cached)
-		g.stats.ReusedTrimmed = cs.Trimmed
-	} else if cs.Seen > 0 || len(w.cached) > 0 {
-		g.stats.CacheRestart = why
-		if err := w.reset(); err != nil {
-			return nil, err
+	plan := w.planReuse(ids, cs, s.MaxKV)
+	if plan.rewind > 0 {
+		if err := w.lm.rewind(plan.rewind); err != nil {
+			// planReuse checked the cache's reach; should the cache
+			// still refuse, starting over is always correct.
+			plan = reusePlan{restart: RestartBeyondRewind}
+		} else {
+			w.cached = w.cached[:len(w.cached)-plan.rewind]
+			g.stats.RewoundTokens, g.stats.CacheRewind = plan.rewind, plan.why
 		}
 	}
+	if plan.restart != "" {
+		if cs.Seen > 0 || len(w.cached) > 0 {
+			g.stats.CacheRestart = plan.restart
+			if err := w.reset(); err != nil {
+				return nil, err
+			}
+		}
+	} else if len(w.cached) > 0 {
+		// Rewinding never undoes a trim: every trimmed position lies in
+		// the kept prefix.
+		g.stats.ReusedTrimmed = cs.Trimmed
+	}
+	reuse := len(w.cached)
 	g.stats.PromptTokens = len(ids)
 	g.stats.ReusedTokens = reuse
 
@@ -122,25 +136,53 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	return g.decode(ids, logits)
 }
 
-// restartReason says why the cache cannot be continued for the prompt ids
-// ("" = it can: the fed history is a proper prefix of ids and matches the
-// cache's count, and only the suffix needs a prefill). A trimmed cache
-// (sink + recent window) is continued too, as mlx-lm's rotating cache and
-// llama.cpp's context shift do, since a full prefill would only trim the
-// same tokens again, unless the cap has since been raised or turned off:
-// then a full prefill restores the context the user now has room for.
-func (w *worker) restartReason(ids []int32, cs CacheState, maxKV int) string {
+// reusePlan is how a request reuses the cache: keep it as is, rewind
+// it, or reset it.
+type reusePlan struct {
+	rewind  int    // tokens to drop from the end of the cache (0 = none)
+	why     string // Rewind* reason when rewind > 0
+	restart string // Restart* reason to reset the cache ("" = keep it)
+}
+
+// planReuse decides how the prompt ids reuse the cache, whose fed history
+// is w.cached: keep the longest common prefix of the two, but at most
+// len(ids)-1 tokens so that at least one is prefilled for the next-token
+// logits; rewind the cache to it when the history goes further, as mlx-lm
+// (trim_prompt_cache) and llama.cpp (longest common prefix) do. A trimmed
+// cache (sink + recent window) is continued and rewound too, since a full
+// prefill would only trim the same tokens again, unless the cap has since
+// been raised or turned off: then a full prefill restores the context the
+// user now has room for. The cache is reset when the prefix is empty or
+// the cache cannot rewind that far (kvcache's MaxRewind: trimmed tokens,
+// sliding-window slack).
+func (w *worker) planReuse(ids []int32, cs CacheState, maxKV int) reusePlan {
 	switch {
 	case len(w.cached) == 0 && cs.Seen == 0:
-		return RestartEmpty
-	case cs.Seen != len(w.cached) || !hasPrefix(ids, w.cached):
-		return RestartHistory
-	case len(w.cached) >= len(ids):
-		return RestartNothingNew
+		return reusePlan{restart: RestartEmpty}
+	case cs.Seen != len(w.cached):
+		return reusePlan{restart: RestartHistory}
 	case cs.Trimmed > 0 && (maxKV == 0 || maxKV > w.trimCap):
-		return RestartCapRaised
+		return reusePlan{restart: RestartCapRaised}
 	}
-	return ""
+	common := commonPrefix(ids, w.cached)
+	keep := min(common, len(ids)-1)
+	if keep == len(w.cached) {
+		return reusePlan{}
+	}
+	p := reusePlan{rewind: len(w.cached) - keep, why: RewindDiverged}
+	if common == len(ids) {
+		p.why = RewindNothingNew
+	}
+	if keep == 0 || p.rewind > w.lm.maxRewind() {
+		switch {
+		case p.why == RewindNothingNew:
+			return reusePlan{restart: RestartNothingNew}
+		case keep == 0:
+			return reusePlan{restart: RestartHistory}
+		}
+		return reusePlan{restart: RestartBeyondRewind}
+	}
+	return p
 }
 
 // systemPrefix is the number of leading prompt tokens that belong to the
@@ -306,16 +348,15 @@ func rate(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-func hasPrefix(ids, prefix []int32) bool {
-	if len(prefix) > len(ids) {
-		return false
-	}
-	for i, v := range prefix {
-		if ids[i] != v {
-			return false
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
 		}
 	}
-	return true
+	return n
 }
 
 // residentBytes is the process's resident set size (Linux /proc), or the

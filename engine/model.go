@@ -47,6 +47,10 @@ func (a *modelLM) reset() error {
 
 func (a *modelLM) maxChunk() int { return a.cache.MaxChunk() }
 
+func (a *modelLM) maxRewind() int { return a.cache.MaxRewind() }
+
+func (a *modelLM) rewind(n int) error { return a.cache.Rewind(n) }
+
 // forward runs one chunk. models.Model.Forward opens the chunk itself
 // (cache Begin trims to MaxKV, then every layer appends, then Commit; Abort
 // on error), so the trim is read from the cache's counters around the call.

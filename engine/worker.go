@@ -21,6 +21,11 @@ type lm interface {
 	configure(maxKV, sink int) (emptied bool, err error)
 	// reset empties the cache (offset back to 0).
 	reset() error
+	// maxRewind is the most tokens rewind can drop now.
+	maxRewind() int
+	// rewind drops the last n tokens appended, so the next forward runs
+	// at the cache's offset minus n (kvcache.Cache.Rewind).
+	rewind(n int) error
 	// maxChunk is the longest chunk begin accepts under MaxKV next to the
 	// sink (math.MaxInt when unlimited).
 	maxChunk() int
