@@ -40,7 +40,8 @@ type Backend struct {
 	arena     []*arenaChunk
 	staged    map[memKey]stageSlot
 	writeback []stageSlot
-	pending   int        // dispatches recorded since the last flush
+	pending   int // dispatches recorded since the last flush
+	stats     Stats
 	params    [64]uint32 // parameter block scratch (drivers copy it)
 	raw       [256]byte
 	err       error // first recording error since the last Sync
@@ -84,6 +85,22 @@ type stageSlot struct {
 	chunk *arenaChunk
 	off   int64
 	host  []byte
+}
+
+// Stats counts the backend's work since it was opened.
+type Stats struct {
+	Dispatches     int64 // kernel launches recorded
+	Flushes        int64 // command buffers submitted (Syncs with work)
+	StagedBytes    int64 // host-tensor bytes copied into staging
+	WritebackBytes int64 // staged output bytes copied back at Sync
+	WeightBytes    int64 // weight bytes uploaded
+}
+
+// Stats returns the counters.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
 }
 
 // maxPooled bounds the bytes of idle activation buffers kept for reuse.
@@ -250,8 +267,10 @@ func (b *Backend) Sync() error {
 			err = fmt.Errorf("%s backend: running %d recorded ops: %w", b.drv.Name(), b.pending, ferr)
 		}
 		b.pending = 0
+		b.stats.Flushes++
 	}
 	for _, s := range b.writeback {
+		b.stats.WritebackBytes += int64(len(s.host))
 		copy(s.host, s.chunk.mem[s.off:s.off+int64(len(s.host))])
 	}
 	b.writeback = b.writeback[:0]

@@ -61,6 +61,7 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 				return nil, 0, 0, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
 			}
 			w = weightBuf{buf: wb, keep: t.Data}
+			b.stats.WeightBytes += int64(len(t.Data))
 			b.weights[key] = w
 		}
 		return w.buf, a.off, int64((len(t.Data) + 15) &^ 15), nil
@@ -101,6 +102,7 @@ func (b *Backend) stage(data []byte, write bool) (stageSlot, error) {
 		s = stageSlot{chunk: c, off: c.used, host: data}
 		c.used += need
 		copy(c.mem[s.off:], data)
+		b.stats.StagedBytes += int64(len(data))
 		b.staged[key] = s
 	}
 	if write {
@@ -176,6 +178,7 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 		return fmt.Errorf("recording %s: %w", id, err)
 	}
 	b.pending++
+	b.stats.Dispatches++
 	return nil
 }
 

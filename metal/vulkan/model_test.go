@@ -74,12 +74,16 @@ func TestTinyGemma3n(t *testing.T) {
 		return m
 	}
 	mc, mg := load(c), load(g)
+	st0 := g.Stats()
 	prompt := make([]int32, 24)
 	for i := range prompt {
 		prompt[i] = int32((i*37 + 5) % mc.Config().VocabSize)
 	}
 	want := forward(t, mc, prompt, 12)
 	got := forward(t, mg, prompt, 12)
+	st := g.Stats()
+	t.Logf("vulkan: %d dispatches, %d flushes, %d staged bytes, %d written back, %d weight bytes uploaded for 2 chunks + 12 tokens",
+		st.Dispatches-st0.Dispatches, st.Flushes-st0.Flushes, st.StagedBytes-st0.StagedBytes, st.WritebackBytes-st0.WritebackBytes, st.WeightBytes-st0.WeightBytes)
 	for s := range want {
 		scale := 0.0
 		for _, v := range want[s] {
@@ -144,6 +148,7 @@ func TestE2BDecode(t *testing.T) {
 		steps = s
 	}
 	var inForward time.Duration
+	st0 := g.Stats()
 	ts := time.Now()
 	for range steps {
 		tf := time.Now()
@@ -162,6 +167,10 @@ func TestE2BDecode(t *testing.T) {
 		next[0] = int32(best)
 	}
 	el := time.Since(ts)
+	st := g.Stats()
+	fmt.Printf("BENCH E2B per token: %d dispatches, %d flushes, %d staged bytes, %d written back\n",
+		(st.Dispatches-st0.Dispatches)/int64(steps), (st.Flushes-st0.Flushes)/int64(steps),
+		(st.StagedBytes-st0.StagedBytes)/int64(steps), (st.WritebackBytes-st0.WritebackBytes)/int64(steps))
 	tps := float64(steps) / el.Seconds()
 	wb := float64(m.WeightBytes())
 	fmt.Printf("BENCH E2B on %s (activations %s): load and first chunk %v, prefill 64 tokens %v, decode %.2f tok/s (%.1f ms/token in Forward, %.1f ms reading logits), %.2f GB weights/token, %.1f GB/s\n",
