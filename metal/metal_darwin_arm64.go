@@ -49,6 +49,11 @@ type msg struct {
 	setBytes  func(id objc.ID, sel objc.SEL, p unsafe.Pointer, n, idx uint64)
 	dispatch  func(id objc.ID, sel objc.SEL, groups, threads mtlSize)
 
+	// send is objc_msgSend's address, for purego.SyscallN on the per-op
+	// path (integer and pointer arguments only; MTLSize goes through
+	// dispatch, whose struct arguments need purego's ABI handling).
+	send uintptr
+
 	poolPush func() uintptr
 	poolPop  func(uintptr)
 
@@ -74,7 +79,7 @@ func loadMsg() (*msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metal: objc_msgSend: %w", err)
 	}
-	m := &msg{}
+	m := &msg{send: send}
 	for _, f := range []any{&m.id, &m.u64, &m.void, &m.str, &m.ptr, &m.obj, &m.cstr, &m.objErr, &m.objObjErr,
 		&m.lenOpt, &m.bytesOpt, &m.noCopy, &m.setBool, &m.setU64, &m.setBuffer, &m.setBytes, &m.dispatch} {
 		purego.RegisterFunc(f, send)
@@ -360,13 +365,14 @@ func (d *driver) Flush() error {
 		for i := range ops {
 			o := &ops[i]
 			if ps := d.pipes[o.k]; ps != last {
-				m.obj(enc, m.sel.setComputePipelineState, ps)
+				purego.SyscallN(m.send, uintptr(enc), uintptr(m.sel.setComputePipelineState), uintptr(ps))
 				last = ps
 			}
-			m.setBytes(enc, m.sel.setBytes, unsafe.Pointer(&o.params[0]), uint64(len(o.params)), 0)
+			// o.params is heap memory owned by ops, alive past the call.
+			purego.SyscallN(m.send, uintptr(enc), uintptr(m.sel.setBytes), uintptr(unsafe.Pointer(&o.params[0])), uintptr(len(o.params)), 0)
 			for j := 1; j < 8; j++ {
 				if o.bufs[j] != 0 {
-					m.setBuffer(enc, m.sel.setBuffer, o.bufs[j], o.offs[j], uint64(j))
+					purego.SyscallN(m.send, uintptr(enc), uintptr(m.sel.setBuffer), uintptr(o.bufs[j]), uintptr(o.offs[j]), uintptr(j))
 				}
 			}
 			m.dispatch(enc, m.sel.dispatchThreadgroups, o.groups, mtlSize{uint64(o.k.Info().Local), 1, 1})
