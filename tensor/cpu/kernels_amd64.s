@@ -559,3 +559,8 @@ done:
 	MOVQ         AX, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func spinPause()
+TEXT ·spinPause(SB), NOSPLIT, $0-0
+	PAUSE
+	RET

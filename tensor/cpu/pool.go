@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // pool is a fixed set of helper goroutines owned by one Backend. Work is
@@ -23,6 +25,7 @@ type run struct {
 	next    atomic.Int64
 	fn      func(int)
 	wg      sync.WaitGroup
+	done    atomic.Int32 // helpers that took an offer and finished
 	failure atomic.Pointer[any]
 }
 
@@ -33,20 +36,69 @@ type offer struct {
 	state atomic.Int32
 }
 
+// spinFor is how long a helper that just finished a task keeps polling
+// for the next offer before it parks. Decode runs one small op after
+// another (a 2048x512 matvec takes ~10 µs); waking a parked goroutine costs
+// a few microseconds through the scheduler, polling costs nothing the
+// caller would notice, and a helper stops polling after this long.
+const spinFor = 50 * time.Microsecond
+
 func newPool(threads int) *pool {
 	p := &pool{helpers: max(threads-1, 0)}
 	p.jobs = make(chan *offer, p.helpers)
 	for i := 0; i < p.helpers; i++ {
-		go func() {
-			for o := range p.jobs {
-				if o.state.CompareAndSwap(0, 1) {
-					o.r.work()
-					o.r.wg.Done()
-				}
-			}
-		}()
+		go p.helper()
 	}
 	return p
+}
+
+// helper takes offers until the pool closes. After each one it polls the
+// queue for up to spinFor before blocking on it.
+func (p *pool) helper() {
+	for {
+		o, ok := <-p.jobs
+		if !ok {
+			return
+		}
+		for {
+			if o.state.CompareAndSwap(0, 1) {
+				r := o.r
+				r.work()
+				r.done.Add(1)
+				r.wg.Done()
+			}
+			if o = p.poll(); o == nil {
+				break
+			}
+		}
+	}
+}
+
+// poll waits up to spinFor for an offer without parking; nil when none
+// came (or the pool closed).
+func (p *pool) poll() *offer {
+	start := time.Now()
+	for n := 0; ; n++ {
+		if len(p.jobs) > 0 {
+			select {
+			case o, ok := <-p.jobs:
+				if !ok {
+					return nil
+				}
+				return o
+			default:
+			}
+		}
+		if n&63 == 63 {
+			if time.Since(start) > spinFor {
+				return nil
+			}
+			// A caller that did park is readied onto this P's run queue:
+			// let it run instead of spinning in front of it.
+			runtime.Gosched()
+		}
+		spinPause()
+	}
 }
 
 // work claims and runs tasks until none are left. A panic in a task stops
@@ -107,9 +159,24 @@ func (p *pool) run(tasks int, fn func(i int)) {
 	}
 	p.mu.RUnlock()
 	r.work()
+	taken := int32(0)
 	for i := 0; i < sent; i++ {
 		if offers[i].state.CompareAndSwap(0, 2) {
 			r.wg.Done()
+		} else {
+			taken++
+		}
+	}
+	// Helpers that joined are finishing their last task: poll briefly
+	// rather than park (waking a parked caller takes the scheduler
+	// microseconds, a large part of a small op).
+	if taken > 0 && r.done.Load() < taken {
+		start := time.Now()
+		for n := 1; r.done.Load() < taken; n++ {
+			if n&63 == 0 && time.Since(start) > spinFor {
+				break
+			}
+			spinPause()
 		}
 	}
 	r.wg.Wait()

@@ -194,7 +194,7 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 		a.gmask = 1<<r - 1
 	}
 	a.sfmt = scaleFormat(w)
-	a.pf4 = 4 * a.wstride
+	a.pf4 = 8 * a.wstride // two 4-row passes ahead
 	a.pf1 = 2 * a.wstride
 	a.xq = unsafe.Pointer(unsafe.SliceData(xq))
 	a.sxs = unsafe.Pointer(unsafe.SliceData(sxs))

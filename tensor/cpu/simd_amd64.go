@@ -165,3 +165,8 @@ func readBytes(b []byte) uint64 {
 	}
 	return readPortable(b[:m])
 }
+
+// spinPause is a PAUSE instruction: a polite busy-wait step.
+//
+//go:noescape
+func spinPause()

@@ -41,3 +41,5 @@ func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
 func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
 	panic("cpu: SIMD kernel called without SIMD support")
 }
+
+func spinPause() {}
