@@ -53,29 +53,30 @@ func TestSeedScenario(t *testing.T) {
 	}
 }
 
-// TestSeedScenarioRewind continues the seed scenario with a turn whose
-// history diverges 200 tokens back (past the 512-key window's edge by way
-// of the default 256-key slack): rewind, prefill 300 new tokens in one
-// chunk, decode 16; every view equals the reference.
+// TestSeedScenarioRewind plays the seed scenario at a smaller scale
+// (window 16, max-kv 64, chunk 32, a 300-token prompt, 40 decode steps)
+// and continues it with a turn whose history diverges 50 tokens back, past
+// the window's edge by way of the default slack: rewind, prefill 60 new
+// tokens in one chunk, decode 16; every view equals the reference.
 func TestSeedScenarioRewind(t *testing.T) {
-	specs := []LayerSpec{global(1, 4), sliding(1, 4, 512), sharedOf(global(1, 4), 0), sharedOf(sliding(1, 4, 512), 1)}
-	h := newHarness(t, specs, []int{2, 2, 2, 2}, Options{MaxKV: 1024}, 2)
-	for done := 0; done < 2631; done += 512 {
-		h.chunk(min(512, 2631-done), -1)
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 16), sharedOf(global(1, 4), 0), sharedOf(sliding(1, 4, 16), 1)}
+	h := newHarness(t, specs, []int{2, 2, 2, 2}, Options{MaxKV: 64}, 2)
+	for done := 0; done < 300; done += 32 {
+		h.chunk(min(32, 300-done), -1)
 	}
-	for i := 0; i < 64; i++ {
+	for i := 0; i < 40; i++ {
 		h.chunk(1, -1)
 	}
-	if m, ex := h.c.MaxRewind(), h.c.ExactRewind(); m != DefaultRewindSlack || ex != 0 {
-		t.Fatalf("MaxRewind() = %d, ExactRewind() = %d; want the %d-key slack, and 0 (every decode step trimmed)", m, ex, DefaultRewindSlack)
+	if m, ex := h.c.MaxRewind(), h.c.ExactRewind(); m != 64-DefaultSink || ex != 0 {
+		t.Fatalf("MaxRewind() = %d, ExactRewind() = %d; want the %d recent keys, and 0 (every decode step trimmed)", m, ex, 64-DefaultSink)
 	}
-	if !h.rewind(200) {
-		t.Fatal("rewind of 200 refused")
+	if !h.rewind(50) {
+		t.Fatal("rewind of 50 refused")
 	}
-	if s := h.c.Stats(); s.Offset != 2631+64-200 || s.Live != 1024-200 || s.Layers[1].Live != 511 {
+	if s := h.c.Stats(); s.Offset != 300+40-50 || s.Live != 64-50 || s.Layers[1].Live != 15 {
 		t.Fatalf("after the rewind: %+v", s)
 	}
-	h.chunk(300, -1)
+	h.chunk(60, -1)
 	for i := 0; i < 16; i++ {
 		h.chunk(1, -1)
 	}
