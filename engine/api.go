@@ -176,12 +176,13 @@ type Request interface{ isRequest() }
 // conversation again, or a shorter one) it is rewound so that its last
 // token runs again. The cache is reset and the whole prompt prefilled when
 // it cannot be rewound that far (the divergence lies in tokens already
-// trimmed, or further back than the sliding layers' rewind slack, 256
-// tokens), after an Error, when the prompt shares no token with it, or when
-// the cache trimmed under a lower MaxKV than the one now in force (a full
-// prefill then restores the context the new cap has room for). The Stats
-// event reports how many tokens were reused, rewound and had been trimmed,
-// and why the cache was rewound or reset.
+// trimmed, or further back than the sliding layers' rewind slack of
+// kvcache.DefaultRewindSlack tokens), after an Error, when the prompt
+// shares no token with it, or when the cache trimmed under a lower MaxKV
+// than the one now in force (a full prefill then restores the context the
+// new cap has room for). The Stats event reports how many tokens were
+// reused, rewound and had been trimmed, and why the cache was rewound or
+// reset.
 type Generate struct {
 	Conversation []Message
 	// Settings overrides the engine's current settings for this request
