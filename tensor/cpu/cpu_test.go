@@ -562,7 +562,8 @@ func testSIMDMatchesPortable(t *testing.T, level kernelLevel) {
 	defer slow.Close()
 	type shape struct{ n, in, out, gs int }
 	shapes := []shape{{1, 96, 37, 32}, {3, 320, 5, 64}, {4, 1024, 9, 128}, {5, 256, 130, 64}, {9, 640, 3, 128}, {7, 64, 1, 32},
-		{1, 32, 6, 32}, {1, 608, 13, 32}, {2, 2048, 67, 64}, {1, 2560, 9, 128}, {1, 1152, 4, 64}, {1, 384, 7, 128}}
+		{1, 32, 6, 32}, {1, 608, 13, 32}, {2, 2048, 67, 64}, {1, 2560, 9, 128}, {1, 1152, 4, 64}, {1, 384, 7, 128},
+		{12, 256, 33, 32}, {6, 384, 10, 128}, {13, 96, 2, 32}}
 	if !testing.Short() {
 		shapes = append(shapes, shape{6, 4096, 300, 64}, shape{1, 8192, 70, 32}) // several L2 tiles per worker
 	}

@@ -108,6 +108,11 @@ func groupSums(x []float32, n, in, gs int) []float32 {
 	return sums
 }
 
+// minGemmRows is the number of x rows from which the AVX-512 path runs
+// the prefill kernels (six x rows per pass) instead of one decode matvec
+// per row.
+const minGemmRows = 4
+
 // matmulQuant multiplies by an affine-quantized matrix. Each output row's
 // scales and biases are converted once; each group's codes are unpacked
 // once and dotted with every row of x.
@@ -115,13 +120,11 @@ func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
 	if b.avx512 && canAVX512(w) {
-		// Blocks of four x rows take the AVX2 float kernels; single rows
-		// (decode) and the rows left over take the AVX-512 ones.
-		full := n &^ 3
-		if full > 0 {
-			b.matmulQuantSIMD(dst[:full*out], x[:full*in], full, w)
+		if n >= minGemmRows {
+			b.matmul512(dst, x, n, w)
+			return nil
 		}
-		for r := full; r < n; r++ {
+		for r := 0; r < n; r++ {
 			b.matvec512(dst[r*out:(r+1)*out], x[r*in:(r+1)*in], w)
 		}
 		return nil

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"mlxchat/tensor"
 )
 
 // TestQzArgsLayout keeps qzArgs in step with the field offsets the
@@ -88,5 +90,33 @@ func TestXZQuantize512(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMatMul512Tiles runs the AVX-512 prefill path on one thread, where a
+// worker's rows span several L2 tiles and rows are longer than one slice
+// of the inner dimension, against float64 arithmetic with the ordinary
+// float tolerance (prefill does not round x).
+func TestMatMul512Tiles(t *testing.T) {
+	if !haveAVX512() {
+		t.Skip("no AVX-512 on this machine")
+	}
+	rng := rand.New(rand.NewPCG(12, 12))
+	be := newBackendLevel(1, levelAVX512)
+	defer be.Close()
+	for _, c := range []struct{ n, in, out, bits, gs int }{
+		{7, 8192, 301, 8, 64}, {11, 4224, 133, 4, 32}, {6, 8192, 67, 8, 128},
+	} {
+		m, err := tensor.QuantizeAffine(randF32(rng, c.out*c.in, 0.05), c.out, c.in, c.bits, c.gs, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd, _ := tensor.Dequantize(m)
+		xv := randF32(rng, c.n*c.in, 1)
+		dst := be.Alloc(c.n, c.out)
+		if err := be.MatMul(dst, mustT(t, xv, c.n, c.in), m); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "matmul512", dst.F32(), refMatMul(xv, wd, c.n, c.in, c.out), 1e-4, 1e-4)
 	}
 }
