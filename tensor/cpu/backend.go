@@ -141,9 +141,18 @@ func checkSame(op string, dst, x *tensor.Tensor) (int, error) {
 	return lastDim(x), nil
 }
 
-// elementwise runs fn over index ranges of n elements in parallel.
+// elementwise runs fn over index ranges of n elements in parallel, in
+// ranges of at least 32K elements (cheap ops: a smaller share is not worth
+// handing to a helper).
 func (b *Backend) elementwise(n int, fn func(lo, hi int)) {
 	b.pool.split(n, 1<<15, fn)
+}
+
+// elementwiseHeavy is elementwise for ops that cost tens of nanoseconds
+// per element (tanh, GELU): ranges of at least 2K elements, so decode-size
+// rows (2048-16384) are split too.
+func (b *Backend) elementwiseHeavy(n int, fn func(lo, hi int)) {
+	b.pool.split(n, 1<<11, fn)
 }
 
 // getBuf returns a scratch slice of n float32s with arbitrary contents;

@@ -210,9 +210,13 @@ func TestGather(t *testing.T) {
 }
 
 func TestRMSNorm(t *testing.T) {
+	for _, b := range backends(t) {
+		testRMSNorm(t, b)
+	}
+}
+
+func testRMSNorm(t *testing.T, b *Backend) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	b := New(2)
-	defer b.Close()
 	const rows, n, eps = 5, 67, 1e-6
 	xv := randF32(rng, rows*n, 2)
 	wv := randF32(rng, n, 1)
@@ -816,6 +820,34 @@ func TestXZLayout(t *testing.T) {
 					t.Fatalf("bits %d in %d: group %d scale %g sum %g, want %g %g", bits, c.in, g, sx, sum, m/32767, s)
 				}
 			}
+		}
+	}
+}
+
+// TestBinaryBroadcastSplit broadcasts one row over rows long enough that
+// the parallel ranges start and end in the middle of rows.
+func TestBinaryBroadcastSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	const rows, n = 7, 10007
+	av, rv := randF32(rng, rows*n, 1), randF32(rng, n, 1)
+	for _, b := range backends(t) {
+		for _, op := range []struct {
+			name string
+			fn   func(d, a, r *tensor.Tensor) error
+			f    func(x, y float64) float64
+		}{
+			{"add", b.Add, func(x, y float64) float64 { return x + y }},
+			{"mul", b.Mul, func(x, y float64) float64 { return x * y }},
+		} {
+			d := b.Alloc(rows, n)
+			if err := op.fn(d, mustT(t, av, rows, n), mustT(t, rv, n)); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float64, rows*n)
+			for i := range want {
+				want[i] = op.f(float64(av[i]), float64(rv[i%n]))
+			}
+			compare(t, op.name, d.F32(), want, 1e-6, 1e-6)
 		}
 	}
 }

@@ -13,7 +13,7 @@ func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
 		return err
 	}
 	d, s := dst.F32(), x.F32()
-	b.elementwise(len(s), func(lo, hi int) {
+	b.elementwiseHeavy(len(s), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			d[i] = geluTanh(s[i])
 		}
@@ -45,7 +45,10 @@ func binaryCheck(op string, dst, a, bt *tensor.Tensor) (broadcast bool, err erro
 	return false, fmt.Errorf("cpu %s: b %s neither matches a %s nor is one row of %d", op, bt, a, n)
 }
 
-func (b *Backend) binary(op string, dst, a, bt *tensor.Tensor, f func(x, y float32) float32) error {
+// binary runs kernel over matching stretches of dst, a and b: the whole
+// range when b has a's size, else row by row against b's one row. The
+// kernel is a plain loop (no call per element).
+func (b *Backend) binary(op string, dst, a, bt *tensor.Tensor, kernel func(d, x, y []float32)) error {
 	bc, err := binaryCheck(op, dst, a, bt)
 	if err != nil {
 		return err
@@ -54,26 +57,41 @@ func (b *Backend) binary(op string, dst, a, bt *tensor.Tensor, f func(x, y float
 	n := len(y)
 	b.elementwise(len(x), func(lo, hi int) {
 		if !bc {
-			for i := lo; i < hi; i++ {
-				d[i] = f(x[i], y[i])
-			}
+			kernel(d[lo:hi], x[lo:hi], y[lo:hi])
 			return
 		}
-		for i := lo; i < hi; i++ {
-			d[i] = f(x[i], y[i%n])
+		for i := lo; i < hi; {
+			j := i % n
+			e := min(hi, i+n-j)
+			kernel(d[i:e], x[i:e], y[j:j+e-i])
+			i = e
 		}
 	})
 	return nil
 }
 
+func addKernel(d, x, y []float32) {
+	x, y = x[:len(d)], y[:len(d)]
+	for i := range d {
+		d[i] = x[i] + y[i]
+	}
+}
+
+func mulKernel(d, x, y []float32) {
+	x, y = x[:len(d)], y[:len(d)]
+	for i := range d {
+		d[i] = x[i] * y[i]
+	}
+}
+
 // Add computes dst = a + b; b may be one row broadcast over a's rows.
 func (b *Backend) Add(dst, a, bt *tensor.Tensor) error {
-	return b.binary("add", dst, a, bt, func(x, y float32) float32 { return x + y })
+	return b.binary("add", dst, a, bt, addKernel)
 }
 
 // Mul computes dst = a * b; b may be one row broadcast over a's rows.
 func (b *Backend) Mul(dst, a, bt *tensor.Tensor) error {
-	return b.binary("mul", dst, a, bt, func(x, y float32) float32 { return x * y })
+	return b.binary("mul", dst, a, bt, mulKernel)
 }
 
 // Scale computes dst = x * s.
@@ -100,7 +118,7 @@ func (b *Backend) Softcap(dst, x *tensor.Tensor, c float32) error {
 	}
 	d, v := dst.F32(), x.F32()
 	inv := 1 / c
-	b.elementwise(len(v), func(lo, hi int) {
+	b.elementwiseHeavy(len(v), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			d[i] = tanhf(v[i]*inv) * c
 		}
@@ -186,9 +204,33 @@ func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
 		if weight.Len() != n || len(weight.Shape) != 1 {
 			return fmt.Errorf("cpu rmsnorm: weight %s, want shape [%d]", weight, n)
 		}
-		w = make([]float32, n)
-		if err := tensor.DecodeF32(w, weight.DType, weight.Data); err != nil {
-			return fmt.Errorf("cpu rmsnorm: weight: %w", err)
+		switch weight.DType {
+		case tensor.F32:
+			if len(weight.Data) != 4*n {
+				return fmt.Errorf("cpu rmsnorm: weight %s has %d bytes", weight, len(weight.Data))
+			}
+			w = weight.F32()
+		case tensor.BF16, tensor.F16:
+			if len(weight.Data) != 2*n {
+				return fmt.Errorf("cpu rmsnorm: weight %s has %d bytes", weight, len(weight.Data))
+			}
+			// Converted into scratch: norms run hundreds of times per
+			// token, so neither an allocation nor a scalar loop each time.
+			buf := b.getBuf(n)
+			defer b.putBuf(buf)
+			w = *buf
+			if b.simd {
+				cvtSIMD(w, weight.U16(), weight.DType == tensor.F16)
+			} else {
+				for i, v := range weight.U16() {
+					w[i] = cvt16(v, weight.DType == tensor.F16)
+				}
+			}
+		default:
+			w = make([]float32, n)
+			if err := tensor.DecodeF32(w, weight.DType, weight.Data); err != nil {
+				return fmt.Errorf("cpu rmsnorm: weight: %w", err)
+			}
 		}
 	}
 	if n == 0 {
