@@ -851,3 +851,39 @@ func TestBinaryBroadcastSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestTanhGeluSIMD checks the vector tanh and GELU against float64 with
+// the scalar tanhf's error bound (TestFastMath) on a sweep and on the
+// branch edges, infinities, zeros and NaN.
+func TestTanhGeluSIMD(t *testing.T) {
+	var xs []float32
+	for x := -30.0; x <= 30; x += 0.00731 {
+		xs = append(xs, float32(x))
+	}
+	inf := float32(math.Inf(1))
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), 0.0625, -0.0625, 0.06249999, 9, -9, 8.999999, 1e-30, -1e-30,
+		inf, -inf, float32(math.NaN()), 3e38, -3e38)
+	got := make([]float32, len(xs))
+	for _, sc := range []struct{ in, out float32 }{{1, 1}, {1.0 / 30, 30}} {
+		tanhScaledSIMD(got, xs, sc.in, sc.out)
+		for i, x := range xs {
+			want := math.Tanh(float64(x*sc.in)) * float64(sc.out)
+			g := float64(got[i])
+			if math.IsNaN(want) != math.IsNaN(g) || math.Abs(g-want) > (2e-7*math.Abs(want)+1e-7)*float64(sc.out) {
+				t.Fatalf("tanh(%g·%g)·%g = %g, want %g", x, sc.in, sc.out, g, want)
+			}
+		}
+	}
+	geluSIMD(got, xs)
+	for i, x := range xs {
+		xf := float64(x)
+		if math.Abs(xf) > 1e19 {
+			continue // x³ overflows float32, as in the scalar version
+		}
+		want := 0.5 * xf * (1 + math.Tanh(0.7978845608028654*(xf+0.044715*xf*xf*xf)))
+		g := float64(got[i])
+		if math.IsNaN(want) != math.IsNaN(g) || math.Abs(g-want) > 4e-7*math.Abs(want)+2e-7*math.Abs(xf)+1e-30 {
+			t.Fatalf("gelu(%g) = %g, want %g", x, g, want)
+		}
+	}
+}

@@ -14,6 +14,10 @@ func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
 	}
 	d, s := dst.F32(), x.F32()
 	b.elementwiseHeavy(len(s), func(lo, hi int) {
+		if b.simd {
+			geluSIMD(d[lo:hi], s[lo:hi])
+			return
+		}
 		for i := lo; i < hi; i++ {
 			d[i] = geluTanh(s[i])
 		}
@@ -119,6 +123,10 @@ func (b *Backend) Softcap(dst, x *tensor.Tensor, c float32) error {
 	d, v := dst.F32(), x.F32()
 	inv := 1 / c
 	b.elementwiseHeavy(len(v), func(lo, hi int) {
+		if b.simd {
+			tanhScaledSIMD(d[lo:hi], v[lo:hi], inv, c)
+			return
+		}
 		for i := lo; i < hi; i++ {
 			d[i] = tanhf(v[i]*inv) * c
 		}

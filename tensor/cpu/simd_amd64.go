@@ -170,3 +170,35 @@ func readBytes(b []byte) uint64 {
 //
 //go:noescape
 func spinPause()
+
+//go:noescape
+func tanhAVX(dst, src *float32, n int, in, out float32)
+
+//go:noescape
+func geluAVX(dst, src *float32, n int)
+
+// tanhScaledSIMD computes dst[i] = tanhf(src[i]·in)·out.
+func tanhScaledSIMD(dst, src []float32, in, out float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		tanhAVX(&dst[0], &src[0], m, in, out)
+	}
+	for i := m; i < n; i++ {
+		dst[i] = tanhf(src[i]*in) * out
+	}
+}
+
+// geluSIMD computes dst[i] = geluTanh(src[i]).
+func geluSIMD(dst, src []float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		geluAVX(&dst[0], &src[0], m)
+	}
+	for i := m; i < n; i++ {
+		dst[i] = geluTanh(src[i])
+	}
+}

@@ -43,3 +43,15 @@ func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *f
 }
 
 func spinPause() {}
+
+func tanhScaledSIMD(dst, src []float32, in, out float32) {
+	for i := range dst {
+		dst[i] = tanhf(src[i]*in) * out
+	}
+}
+
+func geluSIMD(dst, src []float32) {
+	for i := range dst {
+		dst[i] = geluTanh(src[i])
+	}
+}
