@@ -18,6 +18,27 @@
 //
 // # Figures
 //
-// Measured on the device machine's NVIDIA H200 through the Vulkan host
-// (subgroup size 32): see FIGURES below, filled in from the benchmark run.
+// Device machine, NVIDIA H200 through the Vulkan host (driver Vulkan
+// 1.4.312, subgroup size 32, 4 GiB binding limit), 2026-12-02, binaries of
+// commit dea362d:
+//
+//   - every kernel test of metal/vulkan passed (the same suite as lavapipe's,
+//     the tiny Gemma 3n against tensor/cpu included);
+//   - decode matvec (qmv4/qmv8), weight bytes read per second, each shape
+//     cycling through enough distinct matrices to defeat the 60 MB L2, one
+//     command buffer per round:
+//     E2B lm head 262144x2048 q4: 311 us/launch, 971 GB/s (0.20 of the
+//     4.8 TB/s datasheet, 0.23 of the 4.3 TB/s copy rate measured there);
+//     8192x2048 q4 (MLP up/gate): 24 us, 395 GB/s; 2048x8192 q4 (down):
+//     39 us, 243 GB/s; 2048x2048 q4: 17 us, 137 GB/s; 8192x2048 q8: 26 us,
+//     693 GB/s. Small matrices are bound by launch plus barrier latency.
+//   - 1000 tiny ops in one Sync: 8.5 us each; recording alone 7.4 us/op.
+//   - full-size synthetic E2B (mkmodel -kind e2b -towers=false, 4-bit):
+//     decode 1.33 tok/s, prefill 64 tokens 4.4 s including the weight
+//     upload. Decode is far from the roofline (1.36 GB/token); host reads
+//     of device-local activations (logits, K/V) through the PCIe BAR and the
+//     per-layer Syncs the host KV cache needs are the suspects (see
+//     MLXCHAT_VULKAN_ACTIVATIONS and Backend.Stats to investigate).
+//
+// Not measured anywhere: Metal itself (no Mac here).
 package metal
