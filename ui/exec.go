@@ -260,6 +260,9 @@ func (m *model) statsText() string {
 		}
 		fmt.Fprintf(&b, "\nprompt %d tokens (%s, %d prefilled) at %.1f tok/s, first token after %s",
 			s.PromptTokens, reused, s.PrefillTokens, s.PromptTokPerSec, s.TimeToFirstToken.Round(1e6))
+		if s.RewoundTokens > 0 {
+			fmt.Fprintf(&b, "\n       the cache was rewound by %d tokens: %s", s.RewoundTokens, rewindText(s.CacheRewind))
+		}
 		if why := restartText(s.CacheRestart); why != "" {
 			fmt.Fprintf(&b, "\n       the cache started over: %s", why)
 		}
@@ -282,6 +285,19 @@ func restartText(why string) string {
 		return "the kv cap was raised or turned off, so tokens trimmed earlier were prefilled again"
 	case engine.RestartNothingNew:
 		return "the prompt added nothing to what the cache holds"
+	case engine.RestartBeyondRewind:
+		return "the conversation changed further back than the cache can rewind (into trimmed tokens, or past the sliding layers' rewind slack)"
+	}
+	return why
+}
+
+// rewindText explains engine.Stats.CacheRewind for /stats.
+func rewindText(why string) string {
+	switch why {
+	case engine.RewindDiverged:
+		return "the conversation differs from what the cache was fed after that point (an edited turn, or an answer that re-tokenizes differently)"
+	case engine.RewindNothingNew:
+		return "the prompt added nothing new, so its last token is prefilled again"
 	}
 	return why
 }

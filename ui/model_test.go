@@ -956,6 +956,10 @@ func TestStatsAfterContinuedTurn(t *testing.T) {
 			[]string{"prompt 50 tokens (0 reused, 50 prefilled)", "the cache started over: the conversation no longer starts with"}, nil},
 		{"restarted after /kv off", engine.Stats{PromptTokens: 50, PrefillTokens: 50, CacheRestart: engine.RestartCapRaised},
 			[]string{"the cache started over: the kv cap was raised or turned off"}, nil},
+		{"rewound after the answer re-tokenized", engine.Stats{PromptTokens: 80, ReusedTokens: 60, PrefillTokens: 20, RewoundTokens: 7, CacheRewind: engine.RewindDiverged},
+			[]string{"the cache was rewound by 7 tokens: the conversation differs"}, []string{"started over"}},
+		{"restarted beyond rewind reach", engine.Stats{PromptTokens: 900, PrefillTokens: 900, CacheRestart: engine.RestartBeyondRewind},
+			[]string{"the cache started over: the conversation changed further back than the cache can rewind"}, []string{"rewound by"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
