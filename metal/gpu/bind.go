@@ -16,6 +16,9 @@ type arg struct {
 	write  bool
 	weight bool
 	off, n int64
+	// scratch, when set, is a slot of this step's arena that t.Data views
+	// (GPU-only temporaries): bound in place, never copied.
+	scratch *stageSlot
 }
 
 func in(t *tensor.Tensor) arg     { return arg{t: t} }
@@ -35,6 +38,9 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 	t := a.t
 	if len(t.Data) == 0 {
 		return nil, 0, 0, fmt.Errorf("tensor %s has no data", t)
+	}
+	if a.scratch != nil {
+		return a.scratch.chunk.buf, a.scratch.off + a.off, int64(len(a.scratch.chunk.mem)), nil
 	}
 	p := dataPtr(t.Data)
 	var st *bufState
@@ -79,29 +85,12 @@ func (b *Backend) stage(data []byte, write bool) (stageSlot, error) {
 	key := memKey{dataPtr(data), len(data)}
 	s, ok := b.staged[key]
 	if !ok {
-		need := (int64(len(data)) + b.lim.OffsetAlign - 1) &^ (b.lim.OffsetAlign - 1)
-		var c *arenaChunk
-		for _, ch := range b.arena {
-			if int64(len(ch.mem))-ch.used >= need {
-				c = ch
-				break
-			}
+		var err error
+		if s, err = b.arenaSlot(len(data)); err != nil {
+			return stageSlot{}, fmt.Errorf("staging %d bytes: %w", len(data), err)
 		}
-		if c == nil {
-			size := int64(8 << 20)
-			if need > size {
-				size = need
-			}
-			buf, mem, err := b.drv.NewBuffer(int(size))
-			if err != nil {
-				return stageSlot{}, fmt.Errorf("staging %d bytes: %w", len(data), err)
-			}
-			c = &arenaChunk{buf: buf, mem: mem}
-			b.arena = append(b.arena, c)
-		}
-		s = stageSlot{chunk: c, off: c.used, host: data}
-		c.used += need
-		copy(c.mem[s.off:], data)
+		s.host = data
+		copy(s.chunk.mem[s.off:], data)
 		b.stats.StagedBytes += int64(len(data))
 		b.staged[key] = s
 	}
@@ -114,6 +103,41 @@ func (b *Backend) stage(data []byte, write bool) (stageSlot, error) {
 		b.writeback = append(b.writeback, s)
 	}
 	return s, nil
+}
+
+// arenaSlot reserves n bytes of this step's arena.
+func (b *Backend) arenaSlot(n int) (stageSlot, error) {
+	need := (int64(n) + b.lim.OffsetAlign - 1) &^ (b.lim.OffsetAlign - 1)
+	var c *arenaChunk
+	for _, ch := range b.arena {
+		if int64(len(ch.mem))-ch.used >= need {
+			c = ch
+			break
+		}
+	}
+	if c == nil {
+		size := max(int64(8<<20), need)
+		buf, mem, err := b.drv.NewBuffer(int(size))
+		if err != nil {
+			return stageSlot{}, err
+		}
+		c = &arenaChunk{buf: buf, mem: mem}
+		b.arena = append(b.arena, c)
+	}
+	s := stageSlot{chunk: c, off: c.used}
+	c.used += need
+	return s, nil
+}
+
+// scratch returns an F32 temporary of n values in this step's arena, for
+// results one kernel hands to the next within the step.
+func (b *Backend) scratch(n int) (arg, error) {
+	s, err := b.arenaSlot(4 * n)
+	if err != nil {
+		return arg{}, fmt.Errorf("scratch of %d floats: %w", n, err)
+	}
+	t := &tensor.Tensor{DType: tensor.F32, Shape: []int{n}, Data: s.chunk.mem[s.off : s.off+int64(4*n)]}
+	return arg{t: t, write: true, scratch: &s}, nil
 }
 
 // launch binds args to kernel id's slots, packs the offsets and words into

@@ -392,9 +392,38 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	st := &tensor.Tensor{DType: tensor.U32, Shape: []int{len(spans) / 4}, Data: spans}
 	args := [8]arg{1: in(q), 2: in(k), 3: in(v), 4: in(st), 5: out(dst)}
+	args[6] = args[5] // declared by the kernel; written only when split
 	words := []uint32{uint32(nq), uint32(nk), uint32(hq), uint32(hkv), uint32(d),
-		uint32(mask.QueryStart), uint32(mask.Window), uint32(len(spans) / 8), f32w(scale)}
-	return b.launch(kernels.Attn, &args, words, [3]int{hq, nq, 1})
+		uint32(mask.QueryStart), uint32(mask.Window), uint32(len(spans) / 8), f32w(scale), 0}
+	kps, splits := attnSplit(nq, hq, nk)
+	if splits <= 1 {
+		return b.launch(kernels.Attn, &args, words, [3]int{hq, nq, 1})
+	}
+	part, err := b.scratch(nq * hq * splits * (d + 2))
+	if err != nil {
+		return err
+	}
+	args[6] = part
+	words[9] = uint32(kps)
+	if err := b.launch(kernels.Attn, &args, words, [3]int{hq, nq, splits}); err != nil {
+		return err
+	}
+	margs := [8]arg{1: part, 2: out(dst)}
+	return b.launch(kernels.AttnMerge, &margs, []uint32{uint32(hq), uint32(d), uint32(splits)}, [3]int{hq, nq, 1})
+}
+
+// attnSplit chooses how to split the keys of a decode-sized attention over
+// workgroups: when few (row, head) workgroups would each stream many keys,
+// the keys are cut into splits of kps keys (a multiple of the 128-key
+// chunk), at most 64 splits, combined afterwards by attnmerge.
+func attnSplit(nq, hq, nk int) (kps, splits int) {
+	const chunk, minKeys, maxSplits = 128, 256, 64
+	if nq*hq >= 256 || nk <= 2*minKeys {
+		return 0, 1
+	}
+	kps = max(minKeys, (nk+maxSplits-1)/maxSplits)
+	kps = (kps + chunk - 1) / chunk * chunk
+	return kps, (nk + kps - 1) / kps
 }
 
 // Elementwise op codes of the eltwise kernel.

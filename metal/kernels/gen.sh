@@ -19,6 +19,7 @@ variants=(
   "rmsnorm rmsnorm.comp"
   "rope rope.comp"
   "attn attn.comp"
+  "attnmerge attnmerge.comp"
   "eltwise eltwise.comp"
   "softmax softmax.comp"
   "argmax argmax.comp"

@@ -16,21 +16,22 @@ type ID int
 
 // The kernel variants, one per file in spv/ and msl/.
 const (
-	QMV4    ID = iota // 4-bit quantized matrix-vector product (decode)
-	QMV8              // 8-bit quantized matrix-vector product (decode)
-	QMM4              // 4-bit quantized tiled matrix product (prefill)
-	QMM8              // 8-bit quantized tiled matrix product (prefill)
-	MM                // dense (F32, F16, BF16 weights) tiled matrix product
-	Gather            // embedding rows from a dense or quantized table
-	RMSNorm           // RMS normalization with optional weight
-	RoPE              // rotary position embedding, half-split convention
-	Attn              // attention with a span/window mask
-	Eltwise           // add, mul, scale, softcap, gelu-tanh, copy
-	Softmax           // row softmax
-	Argmax            // row argmax
-	RowStat           // Gemma 3n Gaussian top-k and RMS matching
-	Streams           // Gemma 3n stream mixing, scaled adds, axis swap
-	Count             // number of kernels
+	QMV4      ID = iota // 4-bit quantized matrix-vector product (decode)
+	QMV8                // 8-bit quantized matrix-vector product (decode)
+	QMM4                // 4-bit quantized tiled matrix product (prefill)
+	QMM8                // 8-bit quantized tiled matrix product (prefill)
+	MM                  // dense (F32, F16, BF16 weights) tiled matrix product
+	Gather              // embedding rows from a dense or quantized table
+	RMSNorm             // RMS normalization with optional weight
+	RoPE                // rotary position embedding, half-split convention
+	Attn                // attention with a span/window mask
+	AttnMerge           // combines split-key attention partials
+	Eltwise             // add, mul, scale, softcap, gelu-tanh, copy
+	Softmax             // row softmax
+	Argmax              // row argmax
+	RowStat             // Gemma 3n Gaussian top-k and RMS matching
+	Streams             // Gemma 3n stream mixing, scaled adds, axis swap
+	Count               // number of kernels
 )
 
 // ParamHeader is the number of 32-bit offset words that open every
@@ -54,20 +55,21 @@ type Kernel struct {
 }
 
 var table = [Count]Kernel{
-	QMV4:    {Name: "qmv4", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
-	QMV8:    {Name: "qmv8", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
-	QMM4:    {Name: "qmm4", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
-	QMM8:    {Name: "qmm8", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
-	MM:      {Name: "mm", Local: 256, Bindings: []int{1, 2, 5}, Params: 8},
-	Gather:  {Name: "gather", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Params: 6},
-	RMSNorm: {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3}, Params: 5},
-	RoPE:    {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 5},
-	Attn:    {Name: "attn", Local: 128, Bindings: []int{1, 2, 3, 4, 5}, Params: 9},
-	Eltwise: {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},
-	Softmax: {Name: "softmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
-	Argmax:  {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
-	RowStat: {Name: "rowstat", Local: 128, Bindings: []int{1, 2, 3}, Params: 4},
-	Streams: {Name: "streams", Local: 256, Bindings: []int{1, 2, 3, 4}, Params: 6},
+	QMV4:      {Name: "qmv4", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMV8:      {Name: "qmv8", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMM4:      {Name: "qmm4", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
+	QMM8:      {Name: "qmm8", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
+	MM:        {Name: "mm", Local: 256, Bindings: []int{1, 2, 5}, Params: 8},
+	Gather:    {Name: "gather", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Params: 6},
+	RMSNorm:   {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3}, Params: 5},
+	RoPE:      {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 5},
+	Attn:      {Name: "attn", Local: 128, Bindings: []int{1, 2, 3, 4, 5, 6}, Params: 10},
+	AttnMerge: {Name: "attnmerge", Local: 128, Bindings: []int{1, 2}, Params: 3},
+	Eltwise:   {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},
+	Softmax:   {Name: "softmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+	Argmax:    {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+	RowStat:   {Name: "rowstat", Local: 128, Bindings: []int{1, 2, 3}, Params: 4},
+	Streams:   {Name: "streams", Local: 256, Bindings: []int{1, 2, 3, 4}, Params: 6},
 }
 
 // Info returns the launch description of kernel id.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -346,6 +347,10 @@ func TestAttention(t *testing.T) {
 		{"gemma head 256, window", 2, 1, 256, 129, 2, []tensor.Span{{Start: 0, Len: 131}}, 100},
 		{"window masks whole chunks", 2, 2, 8, 299, 1, []tensor.Span{{Start: 0, Len: 300}}, 10},
 		{"prefill chunk over long cache", 8, 2, 64, 300, 4, []tensor.Span{{Start: 0, Len: 4}, {Start: 100, Len: 204}}, 0},
+		{"decode split keys", 4, 2, 32, 999, 1, []tensor.Span{{Start: 0, Len: 1000}}, 0},
+		{"decode split keys, window leaves one split", 2, 1, 16, 1299, 1, []tensor.Span{{Start: 0, Len: 1300}}, 100},
+		{"split keys, sink + recent, 2 rows", 2, 2, 32, 2000, 2, []tensor.Span{{Start: 0, Len: 4}, {Start: 1300, Len: 702}}, 0},
+		{"split keys, head 256", 2, 1, 256, 599, 1, []tensor.Span{{Start: 0, Len: 600}}, 0},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -363,8 +368,13 @@ func TestAttention(t *testing.T) {
 			v := put(b, true, vv, nk, c.hkv, c.d)
 			dst := b.Alloc(c.rows, c.hq, c.d)
 			scale := float32(1 / math.Sqrt(float64(c.d)))
+			before := b.Stats().Dispatches
 			if err := b.Attention(dst, q, k, v, mask, scale); err != nil {
 				t.Fatal(err)
+			}
+			launches := b.Stats().Dispatches - before
+			if split := strings.Contains(c.name, "split"); (launches == 2) != split {
+				t.Errorf("%d launches; split-key path expected: %v", launches, split)
 			}
 			if err := b.Sync(); err != nil {
 				t.Fatal(err)

@@ -63,6 +63,7 @@ struct Params
     uint window;
     uint nspans;
     float scale;
+    uint kps;
 };
 
 struct Q
@@ -83,6 +84,11 @@ struct K
 struct V
 {
     float vv[1];
+};
+
+struct P
+{
+    float part[1];
 };
 
 struct D
@@ -130,7 +136,7 @@ float wg_sum(thread const float& v, threadgroup float (&red_scratch)[128], threa
     return t;
 }
 
-kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer(1)]], const device K& _324 [[buffer(2)]], const device V& _440 [[buffer(3)]], const device Sp& _243 [[buffer(4)]], device D& _499 [[buffer(5)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer(1)]], const device K& _345 [[buffer(2)]], const device V& _460 [[buffer(3)]], const device Sp& _264 [[buffer(4)]], device D& _592 [[buffer(5)]], device P& _516 [[buffer(6)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float red_scratch[128];
     threadgroup float qs[512];
@@ -155,56 +161,63 @@ kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer
         acc[j] = 0.0;
     }
     uint kstride = p.hkv * p.d;
-    float _357;
-    for (uint base = 0u; base < p.nk; base += C)
+    uint k0 = 0u;
+    uint k1 = p.nk;
+    if (p.kps != 0u)
+    {
+        k0 = gl_WorkGroupID.z * p.kps;
+        k1 = min(p.nk, (k0 + p.kps));
+    }
+    float _378;
+    for (uint base = k0; base < k1; base += C)
     {
         uint key = base + t;
         float s = as_type<float>(4286578688u);
-        if (key < p.nk)
+        if (key < k1)
         {
             uint kpos = 0u;
             for (uint i_1 = 0u; i_1 < p.nspans; i_1++)
             {
-                uint first = _243.spans[(p.ob4 + (2u * i_1)) + 1u];
+                uint first = _264.spans[(p.ob4 + (2u * i_1)) + 1u];
                 if (key >= first)
                 {
-                    kpos = _243.spans[p.ob4 + (2u * i_1)] + (key - first);
+                    kpos = _264.spans[p.ob4 + (2u * i_1)] + (key - first);
                 }
             }
-            bool _274 = kpos <= qpos;
-            bool _291;
-            if (_274)
+            bool _295 = kpos <= qpos;
+            bool _312;
+            if (_295)
             {
-                bool _280 = p.window == 0u;
-                bool _290;
-                if (!_280)
+                bool _301 = p.window == 0u;
+                bool _311;
+                if (!_301)
                 {
-                    _290 = (qpos - kpos) < p.window;
+                    _311 = (qpos - kpos) < p.window;
                 }
                 else
                 {
-                    _290 = _280;
+                    _311 = _301;
                 }
-                _291 = _290;
+                _312 = _311;
             }
             else
             {
-                _291 = _274;
+                _312 = _295;
             }
-            if (_291)
+            if (_312)
             {
                 uint kb = (p.ob2 + (key * kstride)) + (kvh * p.d);
                 float dd = 0.0;
                 for (uint i_2 = 0u; i_2 < p.d; i_2++)
                 {
-                    dd += (qs[i_2] * _324.kk[kb + i_2]);
+                    dd += (qs[i_2] * _345.kk[kb + i_2]);
                 }
                 s = dd;
             }
         }
         float param = s;
-        float _339 = wg_max(param, red_scratch, gl_SubgroupID, gl_NumSubgroups);
-        float cm = _339;
+        float _360 = wg_max(param, red_scratch, gl_SubgroupID, gl_NumSubgroups);
+        float cm = _360;
         if (isinf(cm))
         {
             continue;
@@ -213,18 +226,18 @@ kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer
         float alpha = exp(m - mnew);
         if (isinf(s))
         {
-            _357 = 0.0;
+            _378 = 0.0;
         }
         else
         {
-            _357 = exp(s - mnew);
+            _378 = exp(s - mnew);
         }
-        float pe = _357;
+        float pe = _378;
         pw[t] = pe;
         float param_1 = pe;
-        float _375 = wg_sum(param_1, red_scratch, gl_SubgroupID, gl_NumSubgroups);
-        l = (l * alpha) + _375;
-        uint cnt = min(C, (p.nk - base));
+        float _396 = wg_sum(param_1, red_scratch, gl_SubgroupID, gl_NumSubgroups);
+        l = (l * alpha) + _396;
+        uint cnt = min(C, (k1 - base));
         for (uint j_1 = 0u; j_1 < 4u; j_1++)
         {
             uint dim = t + (j_1 * C);
@@ -234,7 +247,7 @@ kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer
                 uint vb = ((p.ob3 + (base * kstride)) + (kvh * p.d)) + dim;
                 for (uint i_3 = 0u; i_3 < cnt; i_3++)
                 {
-                    a += (pw[i_3] * _440.vv[vb + (i_3 * kstride)]);
+                    a += (pw[i_3] * _460.vv[vb + (i_3 * kstride)]);
                 }
                 acc[j_1] = a;
             }
@@ -242,13 +255,31 @@ kernel void attn(constant Params& p [[buffer(0)]], const device Q& _162 [[buffer
         m = mnew;
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    uint ob = p.ob5 + (((r * p.hq) + h) * p.d);
-    for (uint j_2 = 0u; j_2 < 4u; j_2++)
+    if (p.kps != 0u)
     {
-        uint dim_1 = t + (j_2 * C);
-        if (dim_1 < p.d)
+        uint pb = p.ob6 + (((((r * p.hq) + h) * gl_NumWorkGroups.z) + gl_WorkGroupID.z) * (p.d + 2u));
+        if (t == 0u)
         {
-            _499.dst[ob + dim_1] = acc[j_2] / l;
+            _516.part[pb] = m;
+            _516.part[pb + 1u] = l;
+        }
+        for (uint j_2 = 0u; j_2 < 4u; j_2++)
+        {
+            uint dim_1 = t + (j_2 * C);
+            if (dim_1 < p.d)
+            {
+                _516.part[(pb + 2u) + dim_1] = acc[j_2];
+            }
+        }
+        return;
+    }
+    uint ob = p.ob5 + (((r * p.hq) + h) * p.d);
+    for (uint j_3 = 0u; j_3 < 4u; j_3++)
+    {
+        uint dim_2 = t + (j_3 * C);
+        if (dim_2 < p.d)
+        {
+            _592.dst[ob + dim_2] = acc[j_3] / l;
         }
     }
 }

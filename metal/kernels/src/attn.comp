@@ -8,7 +8,10 @@
 // the spans table (start, first column) and query row r at qpos0 + r; a key
 // is visible iff kpos <= qpos and (window == 0 or qpos - kpos < window).
 // Keys stream through in chunks of the workgroup size with an online
-// softmax (running max and sum), so any number of keys fits.
+// softmax (running max and sum), so any number of keys fits. For decode the
+// keys are split over gl_WorkGroupID.z: with kps > 0, workgroup z handles
+// keys [z*kps, (z+1)*kps) and writes its partial (max, sum, unnormalized
+// output) to binding 6 for attnmerge to combine.
 layout(local_size_x = 128) in;
 #include "common.glsl"
 
@@ -25,6 +28,7 @@ layout(set = 0, binding = 0) uniform Params {
     uint window;
     uint nspans;
     float scale;
+    uint kps;  // keys per split; 0 = no split
 } p;
 
 layout(set = 0, binding = 1) readonly buffer Q { float q[]; };
@@ -32,6 +36,7 @@ layout(set = 0, binding = 2) readonly buffer K { float kk[]; };
 layout(set = 0, binding = 3) readonly buffer V { float vv[]; };
 layout(set = 0, binding = 4) readonly buffer Sp { uint spans[]; };  // pairs (start position, first column)
 layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
+layout(set = 0, binding = 6) writeonly buffer P { float part[]; };  // [nq, hq, splits, d + 2]
 
 const uint MAXD = 512u;
 const uint SLOTS = MAXD / 128u;
@@ -60,10 +65,16 @@ void main() {
     }
     uint kstride = p.hkv * p.d;
 
-    for (uint base = 0u; base < p.nk; base += C) {
+    uint k0 = 0u;
+    uint k1 = p.nk;
+    if (p.kps != 0u) {
+        k0 = gl_WorkGroupID.z * p.kps;
+        k1 = min(p.nk, k0 + p.kps);
+    }
+    for (uint base = k0; base < k1; base += C) {
         uint key = base + t;
         float s = uintBitsToFloat(0xff800000u);
-        if (key < p.nk) {
+        if (key < k1) {
             uint kpos = 0u;
             for (uint i = 0u; i < p.nspans; i++) {
                 uint first = spans[p.ob4 + 2u * i + 1u];
@@ -89,7 +100,7 @@ void main() {
         float pe = isinf(s) ? 0.0 : exp(s - mnew);
         pw[t] = pe;
         l = l * alpha + wg_sum(pe);  // wg_sum's barrier also publishes pw
-        uint cnt = min(C, p.nk - base);
+        uint cnt = min(C, k1 - base);
         for (uint j = 0u; j < SLOTS; j++) {
             uint dim = t + j * C;
             if (dim < p.d) {
@@ -105,6 +116,20 @@ void main() {
         barrier();
     }
 
+    if (p.kps != 0u) {
+        uint pb = p.ob6 + ((r * p.hq + h) * gl_NumWorkGroups.z + gl_WorkGroupID.z) * (p.d + 2u);
+        if (t == 0u) {
+            part[pb] = m;
+            part[pb + 1u] = l;
+        }
+        for (uint j = 0u; j < SLOTS; j++) {
+            uint dim = t + j * C;
+            if (dim < p.d) {
+                part[pb + 2u + dim] = acc[j];
+            }
+        }
+        return;
+    }
     uint ob = p.ob5 + (r * p.hq + h) * p.d;
     for (uint j = 0u; j < SLOTS; j++) {
         uint dim = t + j * C;
