@@ -55,3 +55,7 @@ func geluSIMD(dst, src []float32) {
 		dst[i] = geluTanh(src[i])
 	}
 }
+
+func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}
