@@ -106,6 +106,7 @@ func TestMatMul512Tiles(t *testing.T) {
 	defer be.Close()
 	for _, c := range []struct{ n, in, out, bits, gs int }{
 		{7, 8192, 301, 8, 64}, {11, 4224, 133, 4, 32}, {6, 8192, 67, 8, 128},
+		{16, 2048, 37, 4, 64}, {45, 4096, 61, 4, 128}, {33, 1024, 25, 8, 32}, {70, 8192, 13, 4, 64},
 	} {
 		m, err := tensor.QuantizeAffine(randF32(rng, c.out*c.in, 0.05), c.out, c.in, c.bits, c.gs, tensor.BF16)
 		if err != nil {
