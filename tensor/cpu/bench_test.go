@@ -144,30 +144,37 @@ func BenchmarkQuantMatVec(b *testing.B) {
 	}
 }
 
-// BenchmarkQuantMatMul is the prefill-time product (64 rows of x) on the
-// 2048->8192 4-bit matrix, reported as best-of GFLOP/s (2 flops per weight
-// per row).
+// BenchmarkQuantMatMul is the prefill-time product on the 2048->8192
+// 4-bit matrix for 8 rows of x (the small-block kernel), 64 and, without
+// -short, 512 rows (the panel kernel), reported as best-of GFLOP/s (2 flops
+// per weight per row).
 func BenchmarkQuantMatMul(b *testing.B) {
-	const n, in, out = 64, 2048, 8192
+	const in, out = 2048, 8192
 	w := randomQuantMatrix(out, in, 4, 64, 9)
-	x := tensor.New(tensor.F32, n, in)
-	for i := range x.F32() {
-		x.F32()[i] = float32(i%11) - 5
+	ns := []int{8, 64}
+	if !testing.Short() {
+		ns = append(ns, 512)
 	}
-	dst := tensor.New(tensor.F32, n, out)
-	for _, th := range threadCases() {
-		b.Run(fmt.Sprintf("n=%d/threads=%d", n, th), func(b *testing.B) {
-			be := New(th)
-			defer be.Close()
-			best := time.Hour
-			for b.Loop() {
-				st := time.Now()
-				if err := be.MatMul(dst, x, w); err != nil {
-					b.Fatal(err)
+	for _, n := range ns {
+		x := tensor.New(tensor.F32, n, in)
+		for i := range x.F32() {
+			x.F32()[i] = float32(i%11) - 5
+		}
+		dst := tensor.New(tensor.F32, n, out)
+		for _, th := range threadCases() {
+			b.Run(fmt.Sprintf("n=%d/threads=%d", n, th), func(b *testing.B) {
+				be := New(th)
+				defer be.Close()
+				best := time.Hour
+				for b.Loop() {
+					st := time.Now()
+					if err := be.MatMul(dst, x, w); err != nil {
+						b.Fatal(err)
+					}
+					best = min(best, time.Since(st))
 				}
-				best = min(best, time.Since(st))
-			}
-			b.ReportMetric(2*float64(n*in*out)/best.Seconds()/1e9, "GFLOP/s")
-		})
+				b.ReportMetric(2*float64(n*in*out)/best.Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
