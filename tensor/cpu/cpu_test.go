@@ -189,8 +189,12 @@ func TestGather(t *testing.T) {
 		t.Fatal(err)
 	}
 	dense := &tensor.Matrix{Out: 10, In: 6, W: dw}
-	ids := []int32{9, 0, 3, 3, 7}
-	for _, m := range []*tensor.Matrix{q, q8, dense} {
+	q2, err := tensor.QuantizeAffine(randF32(rng, 10*96, 1), 10, 96, 2, 32, tensor.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int32{9, 0, 3, 3, 7, 1, 2, 4, 5, 6, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8} // enough to split over cores
+	for _, m := range []*tensor.Matrix{q, q8, q2, dense} {
 		all, err := tensor.Dequantize(m)
 		if err != nil {
 			t.Fatal(err)

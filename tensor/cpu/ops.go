@@ -347,11 +347,50 @@ func (b *Backend) Gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) erro
 		}
 	}
 	d := dst.F32()
-	var firstErr error
-	for i, id := range ids {
-		if err := tensor.DequantizeRow(w, int(id), d[i*w.In:(i+1)*w.In]); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("cpu gather: %w", err)
+	if !w.Quantized() {
+		var firstErr error
+		for i, id := range ids {
+			if err := tensor.DequantizeRow(w, int(id), d[i*w.In:(i+1)*w.In]); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("cpu gather: %w", err)
+			}
+		}
+		return firstErr
+	}
+	// Quantized rows (embeddings) are unpacked a word at a time with each
+	// group's scale and bias decoded once: the same arithmetic as
+	// tensor.DequantizeRow at about a tenth of the cost. A prompt's rows
+	// are split over the cores.
+	groups := w.In / w.GroupSize
+	b.pool.split(len(ids), 8, func(lo, hi int) {
+		sb := b.getBuf(2 * groups)
+		defer b.putBuf(sb)
+		for i := lo; i < hi; i++ {
+			dequantRow(d[i*w.In:(i+1)*w.In], w, int(ids[i]), *sb)
+		}
+	})
+	return nil
+}
+
+// dequantRow writes row r of the quantized w (bits dividing 32, which
+// Validate ensures) as s·q + b into dst, using sb (2·groups floats) for
+// the row's scales and biases.
+func dequantRow(dst []float32, w *tensor.Matrix, r int, sb []float32) {
+	bits, gs := w.Bits, w.GroupSize
+	groups := w.In / gs
+	rowScales(sb, w, r)
+	per := 32 / bits
+	wpr := w.In / per
+	wpg := gs / per
+	words := w.W.U32()[r*wpr : (r+1)*wpr]
+	mask := uint32(1)<<bits - 1
+	for g := 0; g < groups; g++ {
+		s, bias := sb[g], sb[groups+g]
+		out := dst[g*gs : (g+1)*gs]
+		for j, word := range words[g*wpg : (g+1)*wpg] {
+			o := out[j*per : (j+1)*per]
+			for k := range o {
+				o[k] = s*float32(word>>(bits*k)&mask) + bias
+			}
 		}
 	}
-	return firstErr
 }
