@@ -32,8 +32,12 @@
 // step) and forms exact integer dots; the result is Σ_g s_g·sx_g·(Σ q·xq)
 // + b_g·(Σ x). The tests allow exactly this on top of float tolerance
 // (quantSlack). Prefill (n >= 4) keeps x in float32: AVX-512 dequantizes
-// tiles of weights to float32 (w = s·q + b) and multiplies them by FMA;
-// AVX2 accumulates Σ q·x per group in float. (An int16 prefill with
+// tiles of weights that fit in L2 to float32 (w = s·q + b) and multiplies
+// them by FMA, from 16 x rows on with x transposed once into panels of 16
+// rows so a 12x32 register block broadcasts each weight over two panels
+// (no horizontal sums), below that with a 4x5 block of dot products; AVX2
+// accumulates Σ q·x per group in float. Tile rows and panels are padded
+// by 64 bytes: at power-of-two strides they all map to one L1 set. (An int16 prefill with
 // VPDPWSSD ran at 229/344 GFLOP/s on 1/2 cores but moved Gemma 3n prompt
 // logits by ~1e-3, ten times the tolerance its tests hold, so it is not
 // used.)
@@ -64,12 +68,18 @@
 //	  2048x512                         25-31 / 31-44
 //	  2048x262400 (lm_head, 336 MB)    31-33 / 53-59
 //	8-bit g64: 27-31 / 32-61 GB/s over the same shapes (lm_head 45-61)
-//	4-bit prefill 64x2048x8192        1 core 153 GFLOP/s  2 cores 244 GFLOP/s
-//	  (AVX2 before: 87 / 153; FMA peak 2x16x2 flops/cycle = ~230 per core)
+//	4-bit prefill, 2048->8192, GFLOP/s, 1 core / 2 cores:
+//	  8 x rows (4x5 block)             110 / 192
+//	  64 x rows (12x32 panel block)    183-187 / 334-368  (AVX2: 87 / 153)
+//	  512 x rows                       202 / 358
+//	  FMA peak: 2 FMAs x 16 lanes x 2 flops per cycle, ~230 per core at
+//	  3.6 GHz; the 12x32 block alone runs at 231 from L1
+//	Gather of one 7680-wide 4-bit row  30 -> 10 µs
 //	Gemma 3n E2B (synthetic 4-bit checkpoint, 1363 MB read per token):
-//	  decode 15.3 -> 20.8-21.4 tok/s (the matvecs at ~37 GB/s are ~75% of
-//	  the token; RMSNorm weight decoding, scalar tanh and Add/Mul closures
-//	  were most of the rest and are gone), prefill 46 tok/s (128 tokens)
+//	  decode 15.3 -> 21.4 tok/s (matvecs at ~37 GB/s are ~75% of the
+//	  token; RMSNorm weight decoding, scalar tanh and Add/Mul closures were
+//	  most of the rest), roofline 0.69 of the bandwidth measured in the
+//	  same run (42 GB/s); prefill of 128 tokens 46 -> 71 tok/s
 //
 // So decode matvecs run at 0.75-1.0 of the bandwidth measured in the same
 // run on both 1 and 2 cores, and on a quiet machine the large ones reach
