@@ -177,6 +177,33 @@ func TestMatMulViews(t *testing.T) {
 	}
 }
 
+// TestStagedUploads uploads weights through a small staging buffer and
+// copy commands (the discrete-GPU path, here in many chunks) and checks a
+// matmul on them.
+func TestStagedUploads(t *testing.T) {
+	open(t)
+	b, d, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	d.SetStagedUploads(1024)
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, out := range []int{3, 40} {
+		w := newQuant(r, out, 256, 4, 64, tensor.F16)
+		xv := randVals(r, 2*256, 1)
+		x := put(b, true, xv, 2, 256)
+		dst := b.Alloc(2, out)
+		if err := b.MatMul(dst, x, w.m); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "staged weights", dst.F32(), refMatMul(xv, 2, w), 1e-4, 1e-4)
+	}
+}
+
 // TestChunkedWeights forces a tiny binding limit so matmul and gather take
 // the row-chunked paths that huge tables (vocab x hidden) take on devices
 // with a 128 MiB binding limit.
