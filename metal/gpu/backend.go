@@ -38,6 +38,8 @@ type Backend struct {
 	weights map[memKey]weightBuf
 
 	arena     []*arenaChunk
+	darena    []*arenaChunk // device-only scratch (RemoteActivations drivers)
+	remote    RemoteActivations
 	staged    map[memKey]stageSlot
 	writeback []stageSlot
 	pending   int // dispatches recorded since the last flush
@@ -77,7 +79,8 @@ type weightBuf struct {
 
 type arenaChunk struct {
 	buf  Buf
-	mem  []byte
+	mem  []byte // nil for device-only chunks
+	size int64
 	used int64
 }
 
@@ -115,7 +118,12 @@ func New(drv Driver) *Backend {
 	if lim.MaxRange <= 0 {
 		lim.MaxRange = 1 << 31
 	}
+	var remote RemoteActivations
+	if r, ok := drv.(RemoteActivations); ok && r.ActivationsRemote() {
+		remote = r
+	}
 	return &Backend{
+		remote:  remote,
 		drv:     drv,
 		lim:     lim,
 		pool:    map[int][]*bufState{},
@@ -278,6 +286,9 @@ func (b *Backend) Sync() error {
 	for _, c := range b.arena {
 		c.used = 0
 	}
+	for _, c := range b.darena {
+		c.used = 0
+	}
 	b.recycle()
 	return err
 }
@@ -306,10 +317,10 @@ func (b *Backend) Close() error {
 		b.drv.Release(w.buf)
 	}
 	b.weights = map[memKey]weightBuf{}
-	for _, c := range b.arena {
+	for _, c := range append(b.arena, b.darena...) {
 		b.drv.Release(c.buf)
 	}
-	b.arena = nil
+	b.arena, b.darena = nil, nil
 	if cerr := b.drv.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

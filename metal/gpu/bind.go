@@ -40,7 +40,7 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 		return nil, 0, 0, fmt.Errorf("tensor %s has no data", t)
 	}
 	if a.scratch != nil {
-		return a.scratch.chunk.buf, a.scratch.off + a.off, int64(len(a.scratch.chunk.mem)), nil
+		return a.scratch.chunk.buf, a.scratch.off + a.off, a.scratch.chunk.size, nil
 	}
 	p := dataPtr(t.Data)
 	var st *bufState
@@ -76,7 +76,7 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	return s.chunk.buf, s.off + a.off, int64(len(s.chunk.mem)), nil
+	return s.chunk.buf, s.off + a.off, s.chunk.size, nil
 }
 
 // stage copies host bytes into this step's arena (once per step and
@@ -105,39 +105,81 @@ func (b *Backend) stage(data []byte, write bool) (stageSlot, error) {
 	return s, nil
 }
 
-// arenaSlot reserves n bytes of this step's arena.
+// arenaSlot reserves n bytes of this step's host-visible arena.
 func (b *Backend) arenaSlot(n int) (stageSlot, error) {
+	return b.slot(&b.arena, n, false)
+}
+
+// slot reserves n bytes in one of the step arenas, growing it by chunks of
+// at least 8 MiB (device-only chunks have no mapping: mem stays nil and
+// size is tracked in cap).
+func (b *Backend) slot(arena *[]*arenaChunk, n int, device bool) (stageSlot, error) {
 	need := (int64(n) + b.lim.OffsetAlign - 1) &^ (b.lim.OffsetAlign - 1)
 	var c *arenaChunk
-	for _, ch := range b.arena {
-		if int64(len(ch.mem))-ch.used >= need {
+	for _, ch := range *arena {
+		if ch.size-ch.used >= need {
 			c = ch
 			break
 		}
 	}
 	if c == nil {
 		size := max(int64(8<<20), need)
-		buf, mem, err := b.drv.NewBuffer(int(size))
+		c = &arenaChunk{size: size}
+		var err error
+		if device {
+			c.buf, err = b.remote.NewDeviceBuffer(int(size))
+		} else {
+			c.buf, c.mem, err = b.drv.NewBuffer(int(size))
+		}
 		if err != nil {
 			return stageSlot{}, err
 		}
-		c = &arenaChunk{buf: buf, mem: mem}
-		b.arena = append(b.arena, c)
+		*arena = append(*arena, c)
 	}
 	s := stageSlot{chunk: c, off: c.used}
 	c.used += need
 	return s, nil
 }
 
-// scratch returns an F32 temporary of n values in this step's arena, for
-// results one kernel hands to the next within the step.
+// scratch returns an F32 temporary of n values for results one kernel
+// hands to the next within the step: in device-only memory when the
+// driver's activations are remote, else in the step arena. Its tensor has
+// no host data worth reading (a zero-filled stand-in on device memory).
 func (b *Backend) scratch(n int) (arg, error) {
-	s, err := b.arenaSlot(4 * n)
+	var s stageSlot
+	var err error
+	if b.remote != nil {
+		s, err = b.slot(&b.darena, 4*n, true)
+	} else {
+		s, err = b.arenaSlot(4 * n)
+	}
 	if err != nil {
 		return arg{}, fmt.Errorf("scratch of %d floats: %w", n, err)
 	}
-	t := &tensor.Tensor{DType: tensor.F32, Shape: []int{n}, Data: s.chunk.mem[s.off : s.off+int64(4*n)]}
-	return arg{t: t, write: true, scratch: &s}, nil
+	t := &tensor.Tensor{DType: tensor.F32, Shape: []int{n}, Data: make([]byte, 4)}
+	if s.chunk.mem != nil {
+		t.Data = s.chunk.mem[s.off : s.off+int64(4*n)]
+	}
+	return arg{t: t, write: true, scratch: &s, n: int64(4 * n)}, nil
+}
+
+// localize returns a, an F32 operand of n values that many workgroups will
+// re-read, copied into device-only scratch when the driver's activations
+// are remote; otherwise a itself.
+func (b *Backend) localize(a arg, n int) (arg, error) {
+	if b.remote == nil {
+		return a, nil
+	}
+	s, err := b.scratch(n)
+	if err != nil {
+		return arg{}, err
+	}
+	args := [8]arg{1: a, 2: a, 3: s}
+	if err := b.launch(kernels.Eltwise, &args, []uint32{uint32(n), uint32(n), opCopy, 0}, grid1D(n, 256)); err != nil {
+		return arg{}, err
+	}
+	s.write = false
+	return s, nil
 }
 
 // launch binds args to kernel id's slots, packs the offsets and words into
@@ -164,6 +206,9 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 		n := a.n
 		if n == 0 {
 			n = int64(len(a.t.Data)) - a.off
+		}
+		if a.scratch != nil && a.n == 0 {
+			return fmt.Errorf("kernel %s: scratch binding %d without a size", id, slot)
 		}
 		buf, off, bufSize, err := b.resolve(a)
 		if err != nil {

@@ -46,3 +46,15 @@ type Driver interface {
 	// Close releases the device; buffers must have been released.
 	Close() error
 }
+
+// RemoteActivations is implemented by drivers whose NewBuffer memory is far
+// from the GPU (host memory across PCIe on a discrete GPU): Backend then
+// copies matmul inputs, which many workgroups re-read, into device-local
+// scratch first, and keeps GPU-only temporaries there.
+type RemoteActivations interface {
+	// ActivationsRemote reports whether NewBuffer memory is slow for the
+	// GPU to read repeatedly.
+	ActivationsRemote() bool
+	// NewDeviceBuffer returns a buffer only the GPU accesses.
+	NewDeviceBuffer(size int) (Buf, error)
+}

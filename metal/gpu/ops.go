@@ -125,10 +125,14 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	useQMV := w.Quantized() && n <= 4 && w.In%(128/w.Bits) == 0 && w.GroupSize%(128/w.Bits) == 0
 	for m0 := 0; m0 < n; m0 += maxRows {
 		m1 := min(n, m0+maxRows)
+		xa, err := b.localize(in(x).sub(int64(m0*w.In*4), int64((m1-m0)*w.In*4)), (m1-m0)*w.In)
+		if err != nil {
+			return err
+		}
 		for o0 := 0; o0 < w.Out; o0 += maxOut {
 			o1 := min(w.Out, o0+maxOut)
 			args := [8]arg{
-				1: in(x).sub(int64(m0*w.In*4), int64((m1-m0)*w.In*4)),
+				1: xa,
 				2: weight(w.W).sub(int64(o0)*wRow, int64(o1-o0)*wRow),
 				5: out(dst).sub(int64(m0*w.Out*4), int64((m1-m0)*w.Out*4)),
 			}
@@ -392,6 +396,15 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	st := &tensor.Tensor{DType: tensor.U32, Shape: []int{len(spans) / 4}, Data: spans}
 	args := [8]arg{1: in(q), 2: in(k), 3: in(v), 4: in(st), 5: out(dst)}
+	if nq*(hq/hkv) > 1 { // K and V are re-read per query row and head
+		var err error
+		if args[2], err = b.localize(args[2], k.Len()); err != nil {
+			return err
+		}
+		if args[3], err = b.localize(args[3], v.Len()); err != nil {
+			return err
+		}
+	}
 	args[6] = args[5] // declared by the kernel; written only when split
 	words := []uint32{uint32(nq), uint32(nk), uint32(hq), uint32(hkv), uint32(d),
 		uint32(mask.QueryStart), uint32(mask.Window), uint32(len(spans) / 8), f32w(scale), 0}

@@ -691,6 +691,23 @@ func (d *Driver) Close() error {
 	return nil
 }
 
+// ActivationsRemote reports whether Alloc'd buffers live in host memory
+// across the bus from the GPU (the discrete-GPU default): gpu.Backend then
+// stages re-read operands into device-only scratch. MLXCHAT_VULKAN_LOCALIZE=0
+// turns that off (for measurements).
+func (d *Driver) ActivationsRemote() bool {
+	return d.info.Activations == "host" && os.Getenv("MLXCHAT_VULKAN_LOCALIZE") != "0"
+}
+
+// NewDeviceBuffer returns a device-local buffer the host never maps.
+func (d *Driver) NewDeviceBuffer(size int) (gpu.Buf, error) {
+	b, err := d.newVBuf(int64(size), allUsage, memDeviceLocal, 0, memHostVisible)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // SetStagedUploads makes later weight uploads go through a staging buffer
 // of chunk bytes and copy commands, as on discrete GPUs, even where weights
 // could be written through a mapping (lets tests on lavapipe cover that

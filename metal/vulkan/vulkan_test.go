@@ -204,6 +204,56 @@ func TestStagedUploads(t *testing.T) {
 	}
 }
 
+// TestRemoteActivations runs matmuls and attention with activations in
+// "host" memory, the discrete-GPU layout, so that matmul inputs and
+// re-read K/V go through device-only scratch copies first.
+func TestRemoteActivations(t *testing.T) {
+	open(t)
+	t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", "host")
+	b, d, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !d.ActivationsRemote() {
+		t.Fatalf("activations %q: want remote", d.Info().Activations)
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	w := newQuant(r, 70, 256, 4, 64, tensor.BF16)
+	for _, n := range []int{1, 9} {
+		xv := randVals(r, n*256, 1)
+		x := put(b, n == 1, xv, n, 256)
+		dst := b.Alloc(n, 70)
+		before := b.Stats().Dispatches
+		if err := b.MatMul(dst, x, w.m); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Stats().Dispatches - before; got != 2 {
+			t.Errorf("matmul with remote activations: %d launches, want copy + matmul", got)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("remote matmul n=%d", n), dst.F32(), refMatMul(xv, n, w), 1e-4, 1e-4)
+	}
+	for _, c := range []struct{ nq, nk int }{{3, 40}, {1, 700}} {
+		mask, err := tensor.NewMask(c.nk-c.nq, c.nq, []tensor.Span{{Start: 0, Len: c.nk}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qv, kv, vv := randVals(r, c.nq*4*32, 1), randVals(r, c.nk*2*32, 1), randVals(r, c.nk*2*32, 1)
+		q, k, v := put(b, true, qv, c.nq, 4, 32), put(b, false, kv, c.nk, 2, 32), put(b, true, vv, c.nk, 2, 32)
+		dst := b.Alloc(c.nq, 4, 32)
+		if err := b.Attention(dst, q, k, v, mask, 0.2); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("remote attention nq=%d nk=%d", c.nq, c.nk), dst.F32(), refAttention(qv, kv, vv, c.nq, 4, c.nk, 2, 32, mask, 0.2), 2e-5, 1e-4)
+	}
+}
+
 // TestChunkedWeights forces a tiny binding limit so matmul and gather take
 // the row-chunked paths that huge tables (vocab x hidden) take on devices
 // with a 128 MiB binding limit.
@@ -400,8 +450,15 @@ func TestAttention(t *testing.T) {
 				t.Fatal(err)
 			}
 			launches := b.Stats().Dispatches - before
-			if split := strings.Contains(c.name, "split"); (launches == 2) != split {
-				t.Errorf("%d launches; split-key path expected: %v", launches, split)
+			want := int64(1)
+			if strings.Contains(c.name, "split") {
+				want = 2 // attn + attnmerge
+			}
+			if sharedDrv.ActivationsRemote() && c.rows*(c.hq/c.hkv) > 1 {
+				want += 2 // K and V copied to device scratch
+			}
+			if launches != want {
+				t.Errorf("%d launches, want %d", launches, want)
 			}
 			if err := b.Sync(); err != nil {
 				t.Fatal(err)
