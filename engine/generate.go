@@ -166,6 +166,13 @@ func (w *worker) planReuse(ids []int32, cs CacheState, maxKV int) reusePlan {
 	}
 	common := commonPrefix(ids, w.cached)
 	keep := min(common, len(ids)-1)
+	if common == len(ids) && len(ids) == w.lastPromptLen && w.lastChunkStart < keep {
+		// The same prompt again: prefill its whole last chunk as before
+		// rather than only its last token. A one-token step runs the
+		// decode kernels, whose rounding differs from the prefill
+		// kernels', so a seeded answer would not repeat.
+		keep = w.lastChunkStart
+	}
 	if keep == len(w.cached) {
 		return reusePlan{}
 	}
@@ -225,6 +232,7 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 			return nil, true, nil
 		}
 		part := todo[i*chunk : min(len(todo), (i+1)*chunk)]
+		w.lastChunkStart = len(w.cached)
 		var tr trimInfo
 		var err error
 		logits, tr, err = w.lm.forward(part)
@@ -243,6 +251,7 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 		g.e.emit(g.j.id, PrefillProgress{Chunk: i + 1, Chunks: chunks, Tokens: done, Total: len(todo), Reused: reused, TokPerSec: rate(done, el)})
 		g.e.emit(g.j.id, w.cacheState())
 	}
+	w.lastPromptLen = len(w.cached)
 	if g.stats.PrefillTime > 0 {
 		g.stats.PromptTokPerSec = rate(g.stats.PrefillTokens, g.stats.PrefillTime)
 	}

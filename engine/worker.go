@@ -54,6 +54,11 @@ type worker struct {
 	// trimCap is the MaxKV in force at the cache's last trim (meaningful
 	// while the cache's Trimmed count is above zero).
 	trimCap int
+	// lastPromptLen and lastChunkStart describe the latest prefill: the
+	// prompt's length and the index in cached where its last chunk began.
+	// Resending that same prompt (a regenerate) redoes that chunk, so the
+	// next-token logits come from the very same computation.
+	lastPromptLen, lastChunkStart int
 }
 
 func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelInfo, opts Options) (*worker, error) {
