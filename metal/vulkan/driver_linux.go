@@ -37,7 +37,11 @@ type Driver struct {
 	pipes      [kernels.Count]uint64
 
 	cmdPool   uint64
-	cb        uintptr
+	cb        uintptr   // the command buffer being recorded (cbs[cbIdx])
+	cbs       []uintptr // command buffers of this step, reused after Flush
+	cbIdx     int
+	inBatch   int  // dispatches recorded into cb
+	submitted bool // earlier batches of this step are already on the queue
 	recording bool
 	lastPipe  uint64
 	fence     uint64
@@ -93,6 +97,9 @@ type scratch struct {
 }
 
 const (
+	// batchSize dispatches fill one command buffer before it is submitted
+	// without waiting, so the GPU runs a step while the host records it.
+	batchSize   = 48
 	setsPerPool = 512
 	uboChunk    = 1 << 20
 )
@@ -249,6 +256,7 @@ func (d *Driver) init() error {
 		return err
 	}
 	d.cb = cb
+	d.cbs = []uintptr{cb}
 	fci := &fenceCreateInfo{sType: stFenceCreateInfo}
 	return vkErr("vkCreateFence", v.CreateFence(d.dev, p(fci), nil, p(&d.fence)))
 }
@@ -613,24 +621,77 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 	purego.SyscallN(v.rawCmdBindDescriptorSets, d.cb, bindCompute, uintptr(d.pipeLayout), 0, 1, uintptr(p(&scr.set)), 0, 0)
 	purego.SyscallN(v.rawCmdDispatch, d.cb, uintptr(groups[0]), uintptr(groups[1]), uintptr(groups[2]))
 	purego.SyscallN(v.rawCmdPipelineBarrier, d.cb, pipeCompute, pipeCompute, 0, 1, uintptr(p(&scr.barrier)), 0, 0, 0, 0)
+	d.inBatch++
+	if d.inBatch >= batchSize {
+		return d.submitBatch()
+	}
 	return nil
 }
 
-// Flush submits the recorded command buffer and waits for it.
-func (d *Driver) Flush() error {
-	if !d.recording {
-		return nil
-	}
+// endBatch closes the command buffer being recorded with a barrier that
+// makes its writes visible to the host.
+func (d *Driver) endBatch() error {
 	d.recording = false
+	d.inBatch = 0
 	mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accHostRead}
 	d.v.CmdPipelineBarrier(d.cb, pipeCompute, pipeHost, 0, 1, p(mb), 0, nil, 0, nil)
-	err := vkErr("vkEndCommandBuffer", d.v.EndCommandBuffer(d.cb))
-	if err == nil {
-		err = d.submitWait(d.cb, d.fence)
+	return vkErr("vkEndCommandBuffer", d.v.EndCommandBuffer(d.cb))
+}
+
+// submitBatch submits the full command buffer without waiting and moves
+// recording to the next one. The barrier after every dispatch orders the
+// next batch after this one (barriers reach across submissions).
+func (d *Driver) submitBatch() error {
+	if err := d.endBatch(); err != nil {
+		return err
 	}
-	if rerr := vkErr("vkResetCommandBuffer", d.v.ResetCommandBuffer(d.cb, 0)); err == nil {
-		err = rerr
+	cbs := []uintptr{d.cb}
+	si := &submitInfo{sType: stSubmitInfo, commandBufferCount: 1, pCommandBuffers: p(&cbs[0])}
+	if err := vkErr("vkQueueSubmit", d.v.QueueSubmit(d.queue, 1, p(si), 0)); err != nil {
+		return err
 	}
+	d.submitted = true
+	d.cbIdx++
+	if d.cbIdx == len(d.cbs) {
+		cb, err := d.newCommandBuffer()
+		if err != nil {
+			return err
+		}
+		d.cbs = append(d.cbs, cb)
+	}
+	d.cb = d.cbs[d.cbIdx]
+	return nil
+}
+
+// Flush submits what is still being recorded and waits for everything
+// submitted in this step.
+func (d *Driver) Flush() error {
+	if !d.recording && !d.submitted {
+		return nil
+	}
+	var err error
+	switch {
+	case d.recording:
+		if err = d.endBatch(); err == nil {
+			err = d.submitWait(d.cb, d.fence)
+		}
+	default:
+		err = vkErr("vkQueueWaitIdle", d.v.QueueWaitIdle(d.queue))
+	}
+	if err != nil {
+		// Do not reuse command buffers the device may still hold.
+		if werr := vkErr("vkQueueWaitIdle", d.v.QueueWaitIdle(d.queue)); werr != nil {
+			return fmt.Errorf("%w (and then %v)", err, werr)
+		}
+	}
+	d.recording, d.submitted = false, false
+	for _, cb := range d.cbs[:d.cbIdx+1] {
+		if rerr := vkErr("vkResetCommandBuffer", d.v.ResetCommandBuffer(cb, 0)); err == nil {
+			err = rerr
+		}
+	}
+	d.cbIdx, d.inBatch = 0, 0
+	d.cb = d.cbs[0]
 	for _, pool := range d.pools[:min(d.poolIdx+1, len(d.pools))] {
 		if rerr := vkErr("vkResetDescriptorPool", d.v.ResetDescriptorPool(d.dev, pool, 0)); err == nil {
 			err = rerr

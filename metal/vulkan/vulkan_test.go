@@ -682,3 +682,36 @@ func TestBufferReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestLongChain records a chain of dependent ops several command-buffer
+// batches long in one step; each must see the previous one's result.
+func TestLongChain(t *testing.T) {
+	b, _ := open(t)
+	x := b.Alloc(3, 100)
+	for i := range x.F32() {
+		x.F32()[i] = float32(i%7) - 3
+	}
+	want := make([]float64, x.Len())
+	for i, v := range x.F32() {
+		want[i] = float64(v)
+	}
+	tmp := b.Alloc(3, 100)
+	for step := range 250 {
+		if step%2 == 0 {
+			if err := b.Scale(tmp, x, 0.505); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := b.Add(x, tmp, tmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		for range 125 {
+			want[i] = float64(float32(float32(want[i]*0.505)) * 2)
+		}
+	}
+	near(t, "chain", x.F32(), want, 1e-6, 1e-5)
+}
