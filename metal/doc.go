@@ -18,27 +18,34 @@
 //
 // # Figures
 //
-// Device machine, NVIDIA H200 through the Vulkan host (driver Vulkan
-// 1.4.312, subgroup size 32, 4 GiB binding limit), 2026-12-02, binaries of
-// commit dea362d:
+// Device machine, one NVIDIA H200 through the Vulkan host (driver Vulkan
+// 1.4.312, subgroup size 32, 4 GiB binding limit, full-size BAR), 2026-12-02.
+// Every test of metal/vulkan passed there, the same suite lavapipe runs in
+// CI (tiny Gemma 3n against tensor/cpu included). Final figures (binaries of
+// the commit that introduced batched submits):
 //
-//   - every kernel test of metal/vulkan passed (the same suite as lavapipe's,
-//     the tiny Gemma 3n against tensor/cpu included);
-//   - decode matvec (qmv4/qmv8), weight bytes read per second, each shape
-//     cycling through enough distinct matrices to defeat the 60 MB L2, one
-//     command buffer per round:
-//     E2B lm head 262144x2048 q4: 311 us/launch, 971 GB/s (0.20 of the
-//     4.8 TB/s datasheet, 0.23 of the 4.3 TB/s copy rate measured there);
-//     8192x2048 q4 (MLP up/gate): 24 us, 395 GB/s; 2048x8192 q4 (down):
-//     39 us, 243 GB/s; 2048x2048 q4: 17 us, 137 GB/s; 8192x2048 q8: 26 us,
-//     693 GB/s. Small matrices are bound by launch plus barrier latency.
-//   - 1000 tiny ops in one Sync: 8.5 us each; recording alone 7.4 us/op.
-//   - full-size synthetic E2B (mkmodel -kind e2b -towers=false, 4-bit):
-//     decode 1.33 tok/s, prefill 64 tokens 4.4 s including the weight
-//     upload. Decode is far from the roofline (1.36 GB/token); host reads
-//     of device-local activations (logits, K/V) through the PCIe BAR and the
-//     per-layer Syncs the host KV cache needs are the suspects (see
-//     MLXCHAT_VULKAN_ACTIVATIONS and Backend.Stats to investigate).
+//   - decode matvec (qmv4/qmv8, x first copied to device scratch), weight
+//     bytes per second, each shape cycling through enough matrices to defeat
+//     the 60 MB L2: E2B lm head 262144x2048 q4 266 us/launch, 1134 GB/s
+//     (0.24 of the 4.8 TB/s datasheet, 0.26 of the 4.3 TB/s copy rate
+//     measured there); 8192x2048 q4 449 GB/s; 2048x8192 q4 202 GB/s;
+//     2048x2048 q4 134 GB/s; 8192x2048 q8 753 GB/s. Small matrices are
+//     latency-bound (one 64-thread workgroup per 8 rows).
+//   - host cost: 5.3 us to record one op (BenchmarkRecord).
+//   - full-size synthetic Gemma 3n E2B, 4-bit (mkmodel -kind e2b
+//     -towers=false): load and first chunk 1.15 s, prefill 64 tokens 294 ms,
+//     decode 42.0 tok/s (23.3 ms/token): 1.36 GB of weights per token, so
+//     57 GB/s, a roofline fraction of 0.013. Per token: 2048 launches, 21
+//     Syncs (the host-memory KV cache needs one per attention layer) and
+//     7.5 MB of host tensors staged (the K/V views). Decode is bound by
+//     per-launch host cost and Sync round trips, not by the kernels.
+//
+// History on the same machine: device-local (BAR) activations gave
+// 1.33 tok/s, because the CPU reads logits and new K/V rows through the BAR
+// uncached (1 MB of logits took 639 ms); host-cached activations, now the
+// default on discrete GPUs, gave 37 tok/s; submitting every 48 launches
+// without waiting, 42 tok/s. The 2^23-mantissa dequantization in qmv took
+// the lm head from 971 to about 1130-1200 GB/s.
 //
 // Not measured anywhere: Metal itself (no Mac here).
 package metal
