@@ -22,6 +22,7 @@ const (
 	languageVersion2_3 = 2<<16 | 3
 	cbStatusError      = 5
 	noCopyMinBytes     = 1 << 20 // smaller weights are copied
+	commitEvery        = 64      // launches per command buffer
 	pageSize           = 16384   // Apple silicon VM page
 )
 
@@ -334,9 +335,10 @@ func (d *driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 	return nil
 }
 
-// Flush encodes the recorded launches into one command buffer with one
-// serial compute encoder (each dispatch sees the previous ones' writes),
-// commits it, waits, and reports the command buffer's error if it failed.
+// Flush encodes the recorded launches into command buffers of commitEvery
+// launches, each with one serial compute encoder (each dispatch sees the
+// previous ones' writes), commits each as soon as it is full, waits for
+// all, and reports the first command buffer error.
 func (d *driver) Flush() error {
 	if len(d.ops) == 0 {
 		return nil
@@ -351,18 +353,25 @@ func (d *driver) Flush() error {
 				return
 			}
 		}
-		cb := m.id(d.queue, m.sel.commandBuffer)
-		if cb == 0 {
-			err = errors.New("metal: cannot create a command buffer")
-			return
-		}
-		enc := m.id(cb, m.sel.computeCommandEncoder)
-		if enc == 0 {
-			err = errors.New("metal: cannot create a compute encoder")
-			return
-		}
+		// Commit every commitEvery launches so the GPU starts while the
+		// rest is encoded; a queue runs its command buffers in commit
+		// order and tracks hazards on the (tracked) buffers between them.
+		var cbs []objc.ID
+		var cb, enc objc.ID
 		var last objc.ID
 		for i := range ops {
+			if enc == 0 {
+				if cb = m.id(d.queue, m.sel.commandBuffer); cb == 0 {
+					err = errors.New("metal: cannot create a command buffer")
+					break
+				}
+				if enc = m.id(cb, m.sel.computeCommandEncoder); enc == 0 {
+					err = errors.New("metal: cannot create a compute encoder")
+					break
+				}
+				cbs = append(cbs, cb)
+				last = 0
+			}
 			o := &ops[i]
 			if ps := d.pipes[o.k]; ps != last {
 				purego.SyscallN(m.send, uintptr(enc), uintptr(m.sel.setComputePipelineState), uintptr(ps))
@@ -376,12 +385,21 @@ func (d *driver) Flush() error {
 				}
 			}
 			m.dispatch(enc, m.sel.dispatchThreadgroups, o.groups, mtlSize{uint64(o.k.Info().Local), 1, 1})
+			if (i+1)%commitEvery == 0 || i == len(ops)-1 {
+				m.void(enc, m.sel.endEncoding)
+				m.void(cb, m.sel.commit)
+				enc = 0
+			}
 		}
-		m.void(enc, m.sel.endEncoding)
-		m.void(cb, m.sel.commit)
-		m.void(cb, m.sel.waitUntilCompleted)
-		if m.u64(cb, m.sel.status) == cbStatusError {
-			err = fmt.Errorf("metal: command buffer failed: %s", d.nsError(m.id(cb, m.sel.errorSel)))
+		if enc != 0 { // stopped by an error: close what was opened
+			m.void(enc, m.sel.endEncoding)
+			m.void(cb, m.sel.commit)
+		}
+		for _, c := range cbs {
+			m.void(c, m.sel.waitUntilCompleted)
+			if m.u64(c, m.sel.status) == cbStatusError && err == nil {
+				err = fmt.Errorf("metal: command buffer failed: %s", d.nsError(m.id(c, m.sel.errorSel)))
+			}
 		}
 		// cb and enc are autoreleased: the pool around this call frees them.
 	})
