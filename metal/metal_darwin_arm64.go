@@ -209,12 +209,17 @@ func (d *driver) nsError(e objc.ID) string {
 	return m.str(m.id(e, m.sel.localizedDescription), m.sel.utf8String)
 }
 
+// Name returns "metal".
 func (d *driver) Name() string { return "metal" }
 
+// Limits: offsets aligned to 256 bytes (safe for every address space),
+// bindings up to the device's largest buffer.
 func (d *driver) Limits() gpu.Limits {
 	return gpu.Limits{OffsetAlign: 256, MaxRange: d.maxLen}
 }
 
+// NewBuffer returns a zeroed shared-storage buffer (unified memory: the
+// host mapping is the GPU's memory, no copies).
 func (d *driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
 	var b objc.ID
 	var mem []byte
@@ -258,6 +263,7 @@ func (d *driver) NewWeights(data []byte) (gpu.Buf, error) {
 	return &mtlBuf{id: b, off: off}, nil
 }
 
+// Release frees a buffer.
 func (d *driver) Release(b gpu.Buf) {
 	if mb, ok := b.(*mtlBuf); ok && mb.id != 0 {
 		d.do(func() { d.m.void(mb.id, d.m.sel.release) })
@@ -407,6 +413,8 @@ func (d *driver) Flush() error {
 	return err
 }
 
+// Close releases the pipelines, the queue and the device and stops the
+// Metal thread.
 func (d *driver) Close() error {
 	if d.calls == nil {
 		return nil
