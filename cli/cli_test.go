@@ -305,18 +305,23 @@ func TestChatLoadFailureIsOneLine(t *testing.T) {
 
 func TestFormatStats(t *testing.T) {
 	tests := []struct {
-		name string
-		s    engine.Stats
-		want string
+		name  string
+		s     engine.Stats
+		cache engine.CacheState
+		want  string
 	}{
-		{"fresh", engine.Stats{PromptTokens: 10, PrefillTokens: 10, TimeToFirstToken: 5e6}, "prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token 5ms"},
-		{"reused", engine.Stats{PromptTokens: 10, ReusedTokens: 6, PrefillTokens: 4}, "prompt 10 tokens (6 cached), "},
-		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 200, PrefillTokens: 20}, "prompt 300 tokens (280 cached, 200 of them trimmed), "},
-		{"stopped mid-prefill", engine.Stats{PromptTokens: 900, ReusedTokens: 100, PrefillTokens: 64}, "prompt 900 tokens (100 cached; 64 of 800 prefilled), 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - ·"},
+		{"fresh", engine.Stats{PromptTokens: 10, PrefillTokens: 10, TimeToFirstToken: 5e6}, engine.CacheState{}, "prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token 5ms"},
+		{"reused", engine.Stats{PromptTokens: 10, ReusedTokens: 6, PrefillTokens: 4}, engine.CacheState{}, "prompt 10 tokens (6 cached), "},
+		{"continued after trims", engine.Stats{PromptTokens: 300, ReusedTokens: 280, ReusedTrimmed: 200, PrefillTokens: 20}, engine.CacheState{}, "prompt 300 tokens (280 cached, 200 of them trimmed), "},
+		{"stopped mid-prefill", engine.Stats{PromptTokens: 900, ReusedTokens: 100, PrefillTokens: 64}, engine.CacheState{}, "prompt 900 tokens (100 cached; 64 of 800 prefilled), 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - ·"},
+		{"trimmed under a cap", engine.Stats{PromptTokens: 1509, PrefillTokens: 1509, KVBytes: 1 << 20}, engine.CacheState{Live: 600, Max: 600, Seen: 1513, Trimmed: 913},
+			"prompt 1509 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 600/600 live, 913 trimmed, 1.0 MiB ·"},
+		{"no cap", engine.Stats{PromptTokens: 10, PrefillTokens: 10, KVBytes: 2048}, engine.CacheState{Live: 12, Seen: 12},
+			"prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 12/∞ live, 0 trimmed, 2.0 KiB ·"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := formatStats(tc.s, engine.DoneStop); !strings.HasPrefix(got, tc.want) {
+			if got := formatStats(tc.s, tc.cache, engine.DoneStop); !strings.HasPrefix(got, tc.want) {
 				t.Fatalf("formatStats = %q, want prefix %q", got, tc.want)
 			}
 		})

@@ -70,6 +70,7 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	defer e.Close()
 	id := e.Submit(engine.Generate{Conversation: []engine.Message{{Role: engine.RoleUser, Content: prompt}}})
 	var stats *engine.Stats
+	var cache engine.CacheState
 	cancelled := false
 	done := ctx.Done()
 	for {
@@ -91,12 +92,14 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 				}
 			case engine.Stats:
 				stats = &v
+			case engine.CacheState:
+				cache = v
 			case engine.Done:
 				if v.Text != "" && !strings.HasSuffix(v.Text, "\n") {
 					fmt.Fprintln(io_.Stdout)
 				}
 				if !c.quiet && stats != nil {
-					fmt.Fprintln(io_.Stderr, formatStats(*stats, v.Reason))
+					fmt.Fprintln(io_.Stderr, formatStats(*stats, cache, v.Reason))
 				}
 				if cancelled || v.Reason == engine.DoneCancelled {
 					return context.Canceled
@@ -109,8 +112,10 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	}
 }
 
-// formatStats is the one-line summary `run` prints on stderr.
-func formatStats(s engine.Stats, reason engine.DoneReason) string {
+// formatStats is the one-line summary `run` prints on stderr. The cache
+// part says how many keys are live under the cap and how many tokens were
+// trimmed, so a prompt cut to fit --max-kv-size never goes unnoticed.
+func formatStats(s engine.Stats, cache engine.CacheState, reason engine.DoneReason) string {
 	prompt := fmt.Sprintf("prompt %d tokens", s.PromptTokens)
 	var notes []string
 	if s.ReusedTokens > 0 {
@@ -130,9 +135,17 @@ func formatStats(s engine.Stats, reason engine.DoneReason) string {
 	if s.TimeToFirstToken > 0 {
 		first = s.TimeToFirstToken.Round(1e6).String()
 	}
+	kv := humanBytes(s.KVBytes)
+	if cache.Seen > 0 {
+		limit := "∞"
+		if cache.Max > 0 {
+			limit = fmt.Sprint(cache.Max)
+		}
+		kv = fmt.Sprintf("%d/%s live, %d trimmed, %s", cache.Live, limit, cache.Trimmed, kv)
+	}
 	return fmt.Sprintf("%s, %.1f tok/s · decode %d tokens, %.1f tok/s · first token %s · kv %s · rss %s · %s",
 		prompt, s.PromptTokPerSec, s.DecodeTokens, s.DecodeTokPerSec,
-		first, humanBytes(s.KVBytes), humanBytes(s.MemoryBytes), reason)
+		first, kv, humanBytes(s.MemoryBytes), reason)
 }
 
 // humanBytes formats a byte count with a binary unit.
