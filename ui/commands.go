@@ -55,10 +55,10 @@ type commandSpec struct {
 var commandTable = []commandSpec{
 	{CmdKV, "N|off", "cap the live KV window at N tokens, or remove the cap", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
-	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(0, 100, "a temperature >= 0")},
-	{CmdTopP, "X", "nucleus sampling mass, 0 < X <= 1 (1 = off)", floatArgOpenLow(0, 1, "a number in (0, 1]")},
+	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
+	{CmdTopP, "X", "nucleus sampling mass, 0 < X <= 1 (1 = off)", floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1]")},
 	{CmdTopK, "N", "sample from the N most likely tokens (0 = off)", intArg(0, math.MaxInt32, "a whole number >= 0")},
-	{CmdMinP, "X", "drop tokens below X times the top probability, 0 <= X < 1", floatArgOpenHigh(0, 1, "a number in [0, 1)")},
+	{CmdMinP, "X", "drop tokens below X times the top probability, 0 <= X < 1", floatArg(func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1)")},
 	{CmdSeed, "N", "random seed for sampling", intArg(0, math.MaxInt64, "a whole number >= 0")},
 	{CmdMax, "N", "maximum new tokens per answer", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
@@ -137,35 +137,11 @@ func parseFloat(arg string) (float64, bool) {
 	return x, true
 }
 
-// floatArg accepts lo <= x <= hi.
-func floatArg(lo, hi float64, want string) func(*Command, string) error {
+// floatArg accepts a finite number for which in returns true.
+func floatArg(in func(x float64) bool, want string) func(*Command, string) error {
 	return func(c *Command, arg string) error {
 		x, ok := parseFloat(arg)
-		if !ok || x < lo || x > hi {
-			return fmt.Errorf("expected %s, got %q", want, arg)
-		}
-		c.Float = x
-		return nil
-	}
-}
-
-// floatArgOpenLow accepts lo < x <= hi.
-func floatArgOpenLow(lo, hi float64, want string) func(*Command, string) error {
-	return func(c *Command, arg string) error {
-		x, ok := parseFloat(arg)
-		if !ok || x <= lo || x > hi {
-			return fmt.Errorf("expected %s, got %q", want, arg)
-		}
-		c.Float = x
-		return nil
-	}
-}
-
-// floatArgOpenHigh accepts lo <= x < hi.
-func floatArgOpenHigh(lo, hi float64, want string) func(*Command, string) error {
-	return func(c *Command, arg string) error {
-		x, ok := parseFloat(arg)
-		if !ok || x < lo || x >= hi {
+		if !ok || !in(x) {
 			return fmt.Errorf("expected %s, got %q", want, arg)
 		}
 		c.Float = x

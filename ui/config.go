@@ -68,39 +68,20 @@ type Config struct {
 // Settings returns base with the generation defaults the file sets.
 func (c Config) Settings(base engine.Settings) engine.Settings {
 	s := base
-	setInt := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setFloat := func(dst *float64, v *float64) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setBool := func(dst *bool, v *bool) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setInt(&s.MaxKV, c.MaxKV)
-	setInt(&s.PrefillChunk, c.PrefillChunk)
-	setInt(&s.SinkTokens, c.SinkTokens)
-	setBool(&s.KeepSystem, c.KeepSystem)
-	setFloat(&s.Temperature, c.Temperature)
-	setFloat(&s.TopP, c.TopP)
-	setInt(&s.TopK, c.TopK)
-	setFloat(&s.MinP, c.MinP)
-	setFloat(&s.RepetitionPenalty, c.RepetitionPenalty)
-	setInt(&s.RepetitionWindow, c.RepetitionWindow)
-	setInt(&s.MaxTokens, c.MaxTokens)
-	setBool(&s.NoLoopDetect, c.NoLoopDetect)
-	if c.Seed != nil {
-		s.Seed = *c.Seed
-	}
-	if c.System != nil {
-		s.System = *c.System
-	}
+	setIf(&s.MaxKV, c.MaxKV)
+	setIf(&s.PrefillChunk, c.PrefillChunk)
+	setIf(&s.SinkTokens, c.SinkTokens)
+	setIf(&s.KeepSystem, c.KeepSystem)
+	setIf(&s.Temperature, c.Temperature)
+	setIf(&s.TopP, c.TopP)
+	setIf(&s.TopK, c.TopK)
+	setIf(&s.MinP, c.MinP)
+	setIf(&s.RepetitionPenalty, c.RepetitionPenalty)
+	setIf(&s.RepetitionWindow, c.RepetitionWindow)
+	setIf(&s.MaxTokens, c.MaxTokens)
+	setIf(&s.NoLoopDetect, c.NoLoopDetect)
+	setIf(&s.Seed, c.Seed)
+	setIf(&s.System, c.System)
 	if c.Stop != nil {
 		s.StopStrings = append([]string(nil), c.Stop...)
 	}
@@ -272,31 +253,18 @@ func SaveTheme(path, theme string) error {
 		return err
 	}
 	out = append(out, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("creating the config folder: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.json")
-	if err != nil {
-		return fmt.Errorf("writing config: %w", err)
-	}
+	perm := os.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
-		_ = tmp.Chmod(st.Mode().Perm()) // keep the user's permissions
-	} else {
-		_ = tmp.Chmod(0o644)
+		perm = st.Mode().Perm() // keep the user's permissions
 	}
-	_, werr := tmp.Write(out)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
+	return writeFileAtomic(path, out, 0o755, perm)
+}
+
+// setIf sets *dst to *v when v is not nil.
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing config %s: %w", path, werr)
-	}
-	return nil
 }
 
 // withDefaults fills unset fields.

@@ -42,11 +42,12 @@ type conversationFile struct {
 	DraftPastes []pasteBlock   `json:"draft_pastes,omitempty"`
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so a crash leaves either the old or the new file.
-func writeFileAtomic(path string, data []byte) error {
+// writeFileAtomic writes data to path with permissions perm through a
+// temporary file in the same directory and a rename, so a crash leaves
+// either the old or the new file. Missing folders are made with dirPerm.
+func writeFileAtomic(path string, data []byte, dirPerm, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -54,7 +55,10 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	werr := f.Chmod(perm)
+	if werr == nil {
+		_, werr = f.Write(data)
+	}
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
@@ -78,7 +82,7 @@ func saveConversation(path string, c conversationFile) error {
 	if err != nil {
 		return fmt.Errorf("encoding conversation for %s: %w", path, err)
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return writeFileAtomic(path, append(data, '\n'), 0o700, 0o600)
 }
 
 // loadConversation reads a conversation file and checks its roles.
@@ -232,5 +236,5 @@ func saveHistory(path string, entries []historyEntry, limit int) error {
 	if err != nil {
 		return fmt.Errorf("encoding input history: %w", err)
 	}
-	return writeFileAtomic(path, data)
+	return writeFileAtomic(path, data, 0o700, 0o600)
 }
