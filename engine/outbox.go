@@ -41,6 +41,11 @@ func (o *outbox) put(ev Event) {
 	}
 	o.items = append(o.items, ev)
 	o.mu.Unlock()
+	o.wake()
+}
+
+// wake tells the pump there is something to do, without blocking.
+func (o *outbox) wake() {
 	select {
 	case o.notify <- struct{}{}:
 	default:
@@ -53,10 +58,7 @@ func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
-	select {
-	case o.notify <- struct{}{}:
-	default:
-	}
+	o.wake()
 }
 
 // closeNow closes the channel without a pump (Close before Start).

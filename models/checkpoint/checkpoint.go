@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -219,11 +221,7 @@ func (c *Checkpoint) mapWeights() error {
 			return fmt.Errorf("%s: tensor %q is in %s, not in %s", index, name, filepath.Base(ref.file.Path), file)
 		}
 	}
-	c.names = make([]string, 0, len(c.tensors))
-	for n := range c.tensors {
-		c.names = append(c.names, n)
-	}
-	sort.Strings(c.names)
+	c.names = slices.Sorted(maps.Keys(c.tensors))
 	return nil
 }
 

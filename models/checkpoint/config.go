@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -357,12 +357,7 @@ func (c *Config) ModelType() (string, error) {
 
 // Keys returns the top-level keys of this object, sorted.
 func (c *Config) Keys() []string {
-	keys := make([]string, 0, len(c.Raw))
-	for k := range c.Raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(c.Raw))
 }
 
 // UnknownModelType returns the error a model registry reports when
@@ -374,8 +369,7 @@ func UnknownModelType(cfg *Config, known []string) error {
 	if err != nil {
 		return err
 	}
-	k := slices.Clone(known)
-	sort.Strings(k)
+	k := slices.Sorted(slices.Values(known))
 	return fmt.Errorf("%s: model_type %q not supported (known: %s)", cfg.Path, mt, strings.Join(k, ", "))
 }
 

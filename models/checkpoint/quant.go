@@ -2,7 +2,8 @@ package checkpoint
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // QuantParams are the affine quantization parameters of one module.
@@ -144,10 +145,5 @@ func (q *Quantization) For(path string) (p QuantParams, quantized, explicit bool
 
 // OverridePaths returns the module paths with overrides, sorted.
 func (q *Quantization) OverridePaths() []string {
-	out := make([]string, 0, len(q.Overrides))
-	for k := range q.Overrides {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(q.Overrides))
 }
