@@ -79,6 +79,19 @@ type Options struct {
 	// place instead of staging them. A nil result or one with too little
 	// Data falls back to Go memory. Nil means Go memory.
 	Alloc func(shape ...int) *tensor.Tensor
+	// Copy, when set together with Alloc (typically the same backend's
+	// Copy), makes Append write the chunk's keys and values into storage
+	// by recording Copy(dst, src) on F32 row ranges instead of copying
+	// host bytes, so an asynchronous backend need not finish computing k
+	// and v (no Sync) before Append: the rows stay in backend memory and
+	// views read them in place. Storage must then come from Alloc (Append
+	// fails otherwise) and ops the backend records must see each other's
+	// writes in recording order. Everything else that moves rows (Begin's
+	// trims, Commit's window slide, Rewind, SetSink growth) still copies
+	// on the host, so those calls must be made with no recorded work
+	// pending (after the backend's Sync). Ignored with Quantized8, whose
+	// rows are encoded on the host. Nil means host copies.
+	Copy func(dst, src *tensor.Tensor) error
 }
 
 // DefaultOptions returns unlimited MaxKV, a DefaultSink-token sink,
@@ -159,6 +172,8 @@ type Cache struct {
 	// (lowered to the Offset by Abort and Rewind): rewinding to a position
 	// at or after it undoes no trim (see ExactRewind).
 	trimEnd int
+	// copyRows is set when Append records row copies through Options.Copy.
+	copyRows bool
 }
 
 // New validates the layer specs and options and returns an empty cache.
@@ -174,6 +189,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("kvcache: step %d: want 0 (default %d) or a positive number of tokens", opts.Step, DefaultStep)
 	}
 	c := &Cache{maxKV: opts.MaxKV, step: opts.Step, layers: make([]layer, len(specs))}
+	c.copyRows = c.appendCopy(opts) != nil
 	slackRows := opts.RewindSlack
 	switch {
 	case slackRows == 0:
@@ -201,7 +217,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			if sp.Window > 0 {
 				sl = slackRows
 			}
-			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, opts.Alloc)
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, opts.Alloc, c.appendCopy(opts))
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -396,7 +412,9 @@ func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
 		exact = l.st.m == w-1
 	}
 	l.st.prepare(c.n, exact, limit)
-	l.st.write(k.Data, v.Data, c.n, c.offset)
+	if err := l.st.write(k, v, c.n, c.offset); err != nil {
+		return View{}, fmt.Errorf("kvcache: layer %d: %w", layerIdx, err)
+	}
 	view, err := c.makeView(l, w)
 	if err != nil {
 		// Roll the rows back so the layer stays consistent.
@@ -431,6 +449,20 @@ func (c *Cache) makeView(l *layer, w int) (View, error) {
 	}
 	return View{K: kt, V: vt, Mask: mask}, nil
 }
+
+// appendCopy is the op Append records row copies with: Options.Copy when
+// storage comes from Options.Alloc and is not quantized, else nil.
+func (c *Cache) appendCopy(opts Options) func(dst, src *tensor.Tensor) error {
+	if opts.Copy == nil || opts.Alloc == nil || opts.Quantized8 {
+		return nil
+	}
+	return opts.Copy
+}
+
+// AppendsOnBackend reports whether Append records its row copies through
+// Options.Copy (see there) rather than reading k and v on the host: when
+// true, an asynchronous backend need not Sync before Append.
+func (c *Cache) AppendsOnBackend() bool { return c.copyRows }
 
 // Shared returns, for a layer with SharedFrom >= 0, exactly the view its
 // source layer got from Append in the open chunk. The source must have

@@ -817,3 +817,97 @@ func TestAllocOption(t *testing.T) {
 		}
 	}
 }
+
+// steadyAlloc is a backend-like Alloc that always succeeds, marking its
+// tensors with a handle.
+func steadyAlloc(shape ...int) *tensor.Tensor {
+	t := tensor.New(tensor.F32, shape...)
+	t.Handle = &handleMark{-1}
+	return t
+}
+
+// rowCopier is an Options.Copy that checks every destination is storage
+// from steadyAlloc (it carries the handle) and counts the copies.
+type rowCopier struct {
+	calls int
+	bad   error
+}
+
+func (r *rowCopier) copy(dst, src *tensor.Tensor) error {
+	r.calls++
+	if _, ok := dst.Handle.(*handleMark); !ok && r.bad == nil {
+		r.bad = fmt.Errorf("copy %d: destination %s without the allocator's handle", r.calls, dst)
+	}
+	if dst.Len() != src.Len() || len(dst.Data) != len(src.Data) {
+		return fmt.Errorf("copy: dst %s (%d bytes) and src %s (%d bytes) differ", dst, len(dst.Data), src, len(src.Data))
+	}
+	copy(dst.Data, src.Data)
+	return nil
+}
+
+// TestCopyOption checks that with Options.Copy every Append writes its rows
+// through the copier into allocator storage (never on the host) and that
+// results stay exact over random schedules (trims, slides, rewinds); that
+// Quantized8 ignores it; and that storage not from Alloc is an error.
+func TestCopyOption(t *testing.T) {
+	cases := []struct {
+		name      string
+		q8        bool
+		wantCalls bool
+	}{
+		{"f32 appends through Copy", false, true},
+		{"q8 encodes on the host", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 20; seed++ {
+				r := &rowCopier{}
+				runScheduleWith(t, rand.New(rand.NewSource(seed)), 30, tc.q8, seed, func(o *Options) { o.Alloc, o.Copy = steadyAlloc, r.copy }, nil)
+				if r.bad != nil {
+					t.Fatalf("seed %d: %v", seed, r.bad)
+				}
+				if (r.calls > 0) != tc.wantCalls {
+					t.Fatalf("seed %d: %d copies recorded, want copies: %v", seed, r.calls, tc.wantCalls)
+				}
+			}
+		})
+	}
+	t.Run("AppendsOnBackend", func(t *testing.T) {
+		specs := []LayerSpec{global(1, 4)}
+		for _, o := range []struct {
+			opts Options
+			want bool
+		}{
+			{Options{}, false},
+			{Options{Copy: (&rowCopier{}).copy}, false},
+			{Options{Alloc: steadyAlloc, Copy: (&rowCopier{}).copy}, true},
+			{Options{Alloc: steadyAlloc, Copy: (&rowCopier{}).copy, Quantized8: true}, false},
+		} {
+			c, err := New(specs, o.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.AppendsOnBackend(); got != o.want {
+				t.Fatalf("AppendsOnBackend with %+v = %v, want %v", o.opts, got, o.want)
+			}
+		}
+	})
+	t.Run("storage not from Alloc", func(t *testing.T) {
+		specs := []LayerSpec{global(1, 4)}
+		c, err := New(specs, Options{Alloc: func(...int) *tensor.Tensor { return nil }, Copy: (&rowCopier{}).copy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Begin(1); err != nil {
+			t.Fatal(err)
+		}
+		k := tensor.New(tensor.F32, 1, 1, 4)
+		if _, err := c.Append(0, k, k); err == nil || !strings.Contains(err.Error(), "Options.Alloc") {
+			t.Fatalf("Append with Go-memory storage and Copy: err %v, want one naming Options.Alloc", err)
+		}
+		c.Abort()
+		if c.Live() != 0 {
+			t.Fatalf("live %d after the failed append and Abort, want 0", c.Live())
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -41,6 +42,8 @@ type store struct {
 
 	// alloc, when set, provides the buffers (Options.Alloc).
 	alloc func(shape ...int) *tensor.Tensor
+	// copyRows, when set, records write's row copies (Options.Copy).
+	copyRows func(dst, src *tensor.Tensor) error
 
 	// sl keeps the rows a sliding layer most recently dropped from its
 	// window, so Rewind can put them back (empty for global layers).
@@ -62,8 +65,8 @@ type slack struct {
 // end is the position after the newest slack row.
 func (sl *slack) end() int { return sl.start + sl.m }
 
-func newStore(heads, dim int, q8 bool, step, slackRows int, alloc func(shape ...int) *tensor.Tensor) *store {
-	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, sl: slack{max: slackRows}}
+func newStore(heads, dim int, q8 bool, step, slackRows int, alloc func(shape ...int) *tensor.Tensor, copyRows func(dst, src *tensor.Tensor) error) *store {
+	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, copyRows: copyRows, sl: slack{max: slackRows}}
 	if q8 {
 		// Per row: one float32 absmax scale per head, then heads*dim int8.
 		st.rowBytes = heads*4 + heads*dim
@@ -84,7 +87,7 @@ func (st *store) bytes() int64 {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, sl: slack{max: st.sl.max}}
+	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -328,21 +331,48 @@ func (st *store) shrink() {
 	}
 }
 
-// write appends n rows of F32 data k and v (n*heads*dim floats each, as raw
-// bytes) at absolute positions pos0..pos0+n-1. prepare(n) must precede it.
-func (st *store) write(k, v []byte, n, pos0 int) {
+// write appends n rows of F32 k and v ([n, heads, dim] or longer) at
+// absolute positions pos0..pos0+n-1. prepare(n) must precede it. With
+// copyRows set the copies are recorded through it (storage must then come
+// from alloc); otherwise the host copies the bytes. Nothing changes on an
+// error.
+func (st *store) write(k, v *tensor.Tensor, n, pos0 int) error {
 	R := st.ring()
 	start := (st.h + st.m) % R
 	first := min(n, R-start)
 	src := st.heads * st.dim * 4
-	st.encode(st.k[(st.s+start)*st.rowBytes:], k[:first*src], first)
-	st.encode(st.v[(st.s+start)*st.rowBytes:], v[:first*src], first)
-	if first < n {
-		st.encode(st.k[st.s*st.rowBytes:], k[first*src:n*src], n-first)
-		st.encode(st.v[st.s*st.rowBytes:], v[first*src:n*src], n-first)
+	if st.copyRows != nil {
+		if st.kt == nil || st.vt == nil {
+			return fmt.Errorf("storage did not come from Options.Alloc, so rows cannot be copied through Options.Copy")
+		}
+		parts := [][3]int{{st.s + start, 0, first}} // storage row, source row, rows
+		if first < n {
+			parts = append(parts, [3]int{st.s, first, n - first})
+		}
+		for _, p := range parts {
+			for _, t := range [2]struct {
+				dst []byte
+				own *tensor.Tensor
+				src *tensor.Tensor
+			}{{st.k, st.kt, k}, {st.v, st.vt, v}} {
+				d := &tensor.Tensor{DType: tensor.F32, Shape: []int{p[2] * src / 4}, Data: t.dst[p[0]*src : (p[0]+p[2])*src], Handle: t.own.Handle}
+				s := &tensor.Tensor{DType: tensor.F32, Shape: []int{p[2] * src / 4}, Data: t.src.Data[p[1]*src : (p[1]+p[2])*src], Handle: t.src.Handle}
+				if err := st.copyRows(d, s); err != nil {
+					return fmt.Errorf("copying %d rows into storage: %w", p[2], err)
+				}
+			}
+		}
+	} else {
+		st.encode(st.k[(st.s+start)*st.rowBytes:], k.Data[:first*src], first)
+		st.encode(st.v[(st.s+start)*st.rowBytes:], v.Data[:first*src], first)
+		if first < n {
+			st.encode(st.k[st.s*st.rowBytes:], k.Data[first*src:n*src], n-first)
+			st.encode(st.v[st.s*st.rowBytes:], v.Data[first*src:n*src], n-first)
+		}
 	}
 	st.m += n
 	st.segs = spansAppend(st.segs, tensor.Span{Start: pos0, Len: n})
+	return nil
 }
 
 // encode stores n F32 rows from src into dst in the store's row format.
