@@ -91,21 +91,19 @@ func dotF32(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// groupSums returns, per row of x, the sum of x over each quantization
-// group: the Σx term of Σ_g (s·Σq·x + b·Σx).
-func groupSums(x []float32, n, in, gs int) []float32 {
+// groupSums writes, per row r of x, the sum of x over each quantization
+// group g to sums[r*stride+g]: the Σx term of Σ_g (s·Σq·x + b·Σx).
+func groupSums(sums, x []float32, n, in, gs, stride int) {
 	groups := in / gs
-	sums := make([]float32, n*groups)
 	for r := 0; r < n; r++ {
 		for g := 0; g < groups; g++ {
 			var s float32
 			for _, v := range x[r*in+g*gs : r*in+(g+1)*gs] {
 				s += v
 			}
-			sums[r*groups+g] = s
+			sums[r*stride+g] = s
 		}
 	}
-	return sums
 }
 
 // minGemmRows is the number of x rows from which the AVX-512 path runs
@@ -133,7 +131,8 @@ func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 		b.matmulQuantSIMD(dst, x, n, w)
 		return nil
 	}
-	xs := groupSums(x, n, in, gs)
+	xs := make([]float32, n*groups)
+	groupSums(xs, x, n, in, gs, groups)
 	b.pool.splitParts(out, 4, 4*b.threads, func(lo, hi int) {
 		sb := make([]float32, 2*groups)
 		q := make([]float32, gs)
@@ -165,23 +164,8 @@ func rowScales(sb []float32, w *tensor.Matrix, o int) {
 
 // decodeScales converts len(dst) elements of t starting at element off.
 func decodeScales(dst []float32, t *tensor.Tensor, off int) {
-	switch t.DType {
-	case tensor.BF16:
-		src := t.U16()[off : off+len(dst)]
-		for i, v := range src {
-			dst[i] = tensor.BF16ToF32(v)
-		}
-	case tensor.F16:
-		src := t.U16()[off : off+len(dst)]
-		for i, v := range src {
-			dst[i] = tensor.F16ToF32(v)
-		}
-	case tensor.F32:
-		copy(dst, t.F32()[off:off+len(dst)])
-	default:
-		size := t.DType.Size()
-		_ = tensor.DecodeF32(dst, t.DType, t.Data[off*size:]) // Validate allows floats only
-	}
+	size := t.DType.Size()
+	_ = tensor.DecodeF32(dst, t.DType, t.Data[off*size:]) // Validate allows floats only
 }
 
 // unpackGroup writes the codes of group g of row o as float32.
@@ -263,15 +247,7 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 	xsBuf := b.getZeroBuf(n * gpad)
 	defer b.putBuf(xsBuf)
 	xs := *xsBuf
-	for r := 0; r < n; r++ {
-		for g := 0; g < groups; g++ {
-			var s float32
-			for _, v := range x[r*in+g*gs : r*in+(g+1)*gs] {
-				s += v
-			}
-			xs[r*gpad+g] = s
-		}
-	}
+	groupSums(xs, x, n, in, gs, gpad)
 	xp := x
 	if w.Bits == 4 {
 		xpBuf := b.getBuf(len(x))
@@ -390,20 +366,26 @@ func quantizeX16(xq []int16, sx, x []float32, gs int, interleave bool) {
 		}
 		out := xq[g*gs : (g+1)*gs]
 		for i, v := range blk {
-			q := v * inv
-			if q >= 0 {
-				q += 0.5
-			} else {
-				q -= 0.5
-			}
 			j := i
 			if interleave {
 				k := i & 31
 				j = i&^31 + (k&1)*16 + k>>1
 			}
-			out[j] = int16(int32(q))
+			out[j] = round16(v, inv)
 		}
 	}
+}
+
+// round16 is v·inv rounded half away from zero, as an int16; callers scale
+// inv so that |v·inv| <= 32767.
+func round16(v, inv float32) int16 {
+	q := v * inv
+	if q >= 0 {
+		q += 0.5
+	} else {
+		q -= 0.5
+	}
+	return int16(int32(q))
 }
 
 func abs32(x float32) float32 {

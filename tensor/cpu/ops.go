@@ -145,7 +145,7 @@ func (b *Backend) Softmax(dst, x *tensor.Tensor) error {
 	}
 	d, v := dst.F32(), x.F32()
 	rows := len(v) / n
-	b.pool.split(rows, max(1, (1<<14)/n), func(lo, hi int) {
+	b.rowSplit(rows, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			softmaxRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n])
 		}
@@ -246,7 +246,7 @@ func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
 	}
 	d, v := dst.F32(), x.F32()
 	rows := len(v) / n
-	b.pool.split(rows, max(1, (1<<14)/n), func(lo, hi int) {
+	b.rowSplit(rows, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			rmsRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n], w, eps)
 		}

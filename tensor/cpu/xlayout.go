@@ -60,13 +60,7 @@ func xzQuantizeFrom(xq []int16, sxs []float32, x []float32, gs, bits, g0 int) {
 		sxs[g/16*32+16+g%16] = sum
 		e0 := g * gs
 		for i, v := range blk {
-			q := v * inv
-			if q >= 0 {
-				q += 0.5
-			} else {
-				q -= 0.5
-			}
-			xq[xzPos(e0+i, bits)] = int16(int32(q))
+			xq[xzPos(e0+i, bits)] = round16(v, inv)
 		}
 	}
 }
