@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -252,7 +251,7 @@ type TokenIDer interface {
 }
 
 // StopTokens returns the ids that end generation: the eos_token_id values
-// of generation_config.json (eosIDs, see ParseTokenIDs), then the
+// of generation_config.json (eosIDs, as checkpoint.Config.EOSTokenIDs reads them), then the
 // template's end-of-turn token and the tokenizer_config eos_token if the
 // vocabulary has them; without duplicates, in that order.
 func (t *Template) StopTokens(vocab TokenIDer, eosIDs []int32) []int32 {
@@ -277,23 +276,4 @@ func (t *Template) StopTokens(vocab TokenIDer, eosIDs []int32) []int32 {
 		}
 	}
 	return out
-}
-
-// ParseTokenIDs reads a token-id field of generation_config.json or
-// config.json such as eos_token_id, which is null, an integer or a list of
-// integers.
-func ParseTokenIDs(raw json.RawMessage) ([]int32, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one int32
-	if err := json.Unmarshal(raw, &one); err == nil {
-		return []int32{one}, nil
-	}
-	var many []int32
-	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, fmt.Errorf("token id: expected an integer or a list of integers, got %.40s", raw)
-	}
-	return many, nil
 }

@@ -141,27 +141,6 @@ func TestStopTokens(t *testing.T) {
 	}
 }
 
-func TestParseTokenIDs(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []int32
-		wantErr bool
-	}{
-		{"1", []int32{1}, false},
-		{"[1, 106]", []int32{1, 106}, false},
-		{"null", nil, false},
-		{"", nil, false},
-		{`"x"`, nil, true},
-		{"[1.5]", nil, true},
-	}
-	for _, tc := range tests {
-		got, err := ParseTokenIDs(json.RawMessage(tc.in))
-		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseTokenIDs(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestStrftimeNow(t *testing.T) {
 	now := time.Date(2024, time.July, 6, 9, 5, 3, 0, time.UTC)
 	tmpl, err := New(`{{ strftime_now("%d %b %Y") }}|{{ strftime_now("%Y-%m-%d %H:%M:%S %A %B %j %I%p %%") }}`, Options{Now: func() time.Time { return now }})
