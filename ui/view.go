@@ -94,7 +94,7 @@ func (m *model) refresh(force bool) {
 		content = m.welcome()
 	}
 	wasBottom := m.vp.AtBottom() || m.vp.TotalLineCount() <= m.vp.Height
-	m.vp.SetContent(content)
+	m.vp.SetContent(fitWidth(content, m.vp.Width))
 	if wasBottom {
 		m.vp.GotoBottom()
 	}
@@ -169,7 +169,7 @@ func (m *model) View() string {
 	if m.quitting {
 		return ""
 	}
-	top := m.vp.View()
+	top := truncateLines(m.vp.View(), m.width)
 	if !m.ready {
 		top = m.loadingView()
 	}
@@ -184,8 +184,8 @@ func (m *model) View() string {
 		top,
 		m.theme.Border.Render(rule),
 		m.ta.View(),
-		m.noticeLine(),
-		m.statusLine(),
+		truncateWidth(m.noticeLine(), m.width),
+		truncateWidth(m.statusLine(), m.width),
 	}, "\n")
 }
 
