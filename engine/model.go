@@ -14,6 +14,9 @@ type modelLM struct {
 	model models.Model
 	cache *kvcache.Cache
 	vocab int
+	// logits holds the last forward's last-token logits; reused so a
+	// decode step does not allocate a vocabulary-sized slice.
+	logits []float32
 }
 
 func newModelLM(m models.Model, opts kvcache.Options) (*modelLM, error) {
@@ -69,7 +72,8 @@ func (a *modelLM) forward(ids []int32) ([]float32, trimInfo, error) {
 		return nil, tr, fmt.Errorf("model returned logits %v, want F32 [1, %d]", logits, a.vocab)
 	}
 	row := logits.F32()
-	return append([]float32(nil), row[len(row)-a.vocab:]...), tr, nil
+	a.logits = append(a.logits[:0], row[len(row)-a.vocab:]...)
+	return a.logits, tr, nil
 }
 
 func (a *modelLM) state() (CacheState, int64) {

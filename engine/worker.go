@@ -32,7 +32,8 @@ type lm interface {
 	// forward runs one chunk (at most maxChunk tokens): the cache first
 	// trims so it fits under MaxKV (reported as the trimInfo), then the
 	// model appends it. It returns the logits of the chunk's last token
-	// (vocabSize values, owned by the caller).
+	// (vocabSize values, valid until the next forward: decode reads them
+	// once per step, so one buffer serves every step).
 	forward(ids []int32) ([]float32, trimInfo, error)
 	// state is the live-window meter and the cache's bytes.
 	state() (CacheState, int64)
