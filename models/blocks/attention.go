@@ -89,7 +89,7 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 		if err := be.RoPE(k, pos0, dims, a.RopeBase); err != nil {
 			return fmt.Errorf("layer %d rope(k): %w", a.Layer, err)
 		}
-		if !be.Synchronous() { // the cache copies host bytes
+		if !be.Synchronous() && !cache.AppendsOnBackend() { // the cache copies host bytes
 			if err := be.Sync(); err != nil {
 				return fmt.Errorf("layer %d: %w", a.Layer, err)
 			}

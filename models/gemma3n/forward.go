@@ -39,6 +39,9 @@ func (m *Model) Forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (logit
 			err = fmt.Errorf("gemma3n: internal error in the forward pass: %v", r)
 		}
 		if err != nil {
+			// Let recorded work (row copies into the cache among it)
+			// finish before the cache moves rows on the host again.
+			_ = m.be.Sync()
 			cache.Abort()
 			logits = nil
 			return

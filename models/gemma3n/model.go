@@ -351,8 +351,15 @@ func (m *Model) TextConfig() Config { return *m.cfg }
 // WeightBytes is the number of weight bytes one decode token reads.
 func (m *Model) WeightBytes() int64 { return m.weightBytes }
 
-// NewCache returns an empty cache laid out for this model.
+// NewCache returns an empty cache laid out for this model. On an
+// asynchronous backend, unless opts brings its own Alloc or Copy, the
+// cache's storage is backend memory (Alloc) and Append records its row
+// copies there (Copy), so keys and values stay on the GPU and a forward
+// pass needs one Sync, at its end.
 func (m *Model) NewCache(opts kvcache.Options) (*kvcache.Cache, error) {
+	if !m.be.Synchronous() && opts.Alloc == nil && opts.Copy == nil {
+		opts.Alloc, opts.Copy = m.be.Alloc, m.be.Copy
+	}
 	c, err := kvcache.New(m.info.Layers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("gemma3n: %w", err)
