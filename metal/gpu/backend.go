@@ -92,6 +92,7 @@ type stageSlot struct {
 
 // Stats counts the backend's work since it was opened.
 type Stats struct {
+	Syncs          int64 // Sync calls, with or without work
 	Dispatches     int64 // kernel launches recorded
 	Flushes        int64 // command buffers submitted (Syncs with work)
 	StagedBytes    int64 // host-tensor bytes copied into staging
@@ -267,6 +268,7 @@ func (b *Backend) Sync() error {
 	defer b.mu.Unlock()
 	err := b.err
 	b.err = nil
+	b.stats.Syncs++
 	if b.closed {
 		return fmt.Errorf("%s backend: Sync after Close", b.drv.Name())
 	}

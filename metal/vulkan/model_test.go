@@ -179,3 +179,110 @@ func TestE2BDecode(t *testing.T) {
 	t.Logf("E2B on %s: load and first chunk %v, prefill 64 tokens %v (%.1f tok/s), decode %.2f tok/s, %.2f GB weights/token, %.1f GB/s",
 		d.Info().Name, tp.Sub(t0).Round(time.Millisecond), prefill.Round(time.Millisecond), 64/prefill.Seconds(), tps, wb/1e9, tps*wb/1e9)
 }
+
+// TestTinyGemma3nOneSyncPerForward checks the asynchronous forward pass on
+// the tiny Gemma 3n: keys and values are appended on the GPU (the cache's
+// storage is backend memory), so every Forward, prefill chunk or decode
+// step, makes exactly one Sync and one flush and stages no K/V bytes, over
+// a prompt longer than the sliding window, trims under MaxKV and decode;
+// and the logits still match tensor/cpu.
+func TestTinyGemma3nOneSyncPerForward(t *testing.T) {
+	g, _ := open(t)
+	// Another test's checkpoint may have been mapped at the addresses
+	// this one gets: forget its uploaded weights.
+	if err := g.DropWeights(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	c := cpu.New(2)
+	defer c.Close()
+	load := func(be tensor.Backend) models.Model {
+		m, err := models.Load(dir, be)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		if cl, ok := m.(io.Closer); ok {
+			t.Cleanup(func() { cl.Close() })
+		}
+		return m
+	}
+	mc, mg := load(c), load(g)
+	opts := kvcache.DefaultOptions()
+	opts.MaxKV, opts.Sink, opts.Step = 32, 4, 8
+	prompt := make([]int32, 40) // 5x the tiny model's sliding window of 8
+	for i := range prompt {
+		prompt[i] = int32((i*53 + 7) % mc.Config().VocabSize)
+	}
+	const chunk, decode = 10, 12
+	type step struct {
+		logits            []float32
+		syncs, flushes    int64
+		staged, dispatchs int64
+	}
+	run := func(m models.Model, count bool) ([]step, *kvcache.Cache) {
+		cache, err := m.NewCache(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []step
+		fwd := func(ids []int32) {
+			st0 := g.Stats()
+			lg, err := m.Forward(cache, ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := step{logits: append([]float32(nil), lg.F32()...)}
+			if count {
+				st := g.Stats()
+				s.syncs, s.flushes = st.Syncs-st0.Syncs, st.Flushes-st0.Flushes
+				s.staged, s.dispatchs = st.StagedBytes-st0.StagedBytes, st.Dispatches-st0.Dispatches
+			}
+			out = append(out, s)
+		}
+		for i := 0; i < len(prompt); i += chunk {
+			fwd(prompt[i:min(i+chunk, len(prompt))])
+		}
+		for range decode {
+			last := out[len(out)-1].logits
+			best := 0
+			for i, v := range last {
+				if v > last[best] {
+					best = i
+				}
+			}
+			fwd([]int32{int32(best)})
+		}
+		return out, cache
+	}
+	want, cc := run(mc, false)
+	got, gc := run(mg, true)
+	if !gc.AppendsOnBackend() {
+		t.Fatal("the Vulkan model's cache does not append on the backend")
+	}
+	if cs, gs := cc.Stats(), gc.Stats(); cs.Trimmed == 0 || cs.Trimmed != gs.Trimmed || cs.Live != gs.Live {
+		t.Fatalf("trimmed %d/%d, live %d/%d (cpu/vulkan): want equal and a trim under max-kv-size %d", cs.Trimmed, gs.Trimmed, cs.Live, gs.Live, opts.MaxKV)
+	}
+	for s := range want {
+		if got[s].syncs != 1 || got[s].flushes != 1 {
+			t.Errorf("forward %d: %d syncs and %d flushes, want exactly 1 each", s, got[s].syncs, got[s].flushes)
+		}
+		// What is still staged is small host data (mask spans, token
+		// ids, constants), never the keys and values: less than the K
+		// and V of one global layer's live keys.
+		if kv := int64(opts.MaxKV * 2 * 2 * 32 * 4); s >= len(prompt)/chunk && got[s].staged >= kv {
+			t.Errorf("decode forward %d staged %d host bytes, want < %d (K/V read in place)", s, got[s].staged, kv)
+		}
+		scale := 0.0
+		w := make([]float64, len(want[s].logits))
+		for i, v := range want[s].logits {
+			scale = math.Max(scale, math.Abs(float64(v)))
+			w[i] = float64(v)
+		}
+		near(t, "logits", got[s].logits, w, 1e-2*scale, 0)
+	}
+	last := got[len(got)-1]
+	t.Logf("decode step: %d dispatches, %d syncs, %d flushes, %d staged bytes", last.dispatchs, last.syncs, last.flushes, last.staged)
+}
