@@ -70,7 +70,7 @@ func (m *model) runCommand(c Command) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		m.cfg.Theme = t.Name
-		m.refresh(true)
+		m.refresh()
 		if m.cfgPath == "" {
 			m.setNotice("theme " + t.Name)
 			return nil
@@ -130,7 +130,7 @@ func (m *model) clear() {
 	m.stats = nil
 	m.decodeTPS = 0
 	m.setNotice("new conversation")
-	m.refresh(true)
+	m.refresh()
 }
 
 // save writes the conversation to name (or the autosave file).
@@ -230,7 +230,7 @@ func (m *model) loadFile(name string) error {
 	}
 	m.setNotice(fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path))
 	m.autosave()
-	m.refresh(true)
+	m.refresh()
 	m.vp.GotoBottom()
 	return nil
 }
@@ -238,7 +238,7 @@ func (m *model) loadFile(name string) error {
 // addInfo appends command output to the view (not part of the chat).
 func (m *model) addInfo(text string) {
 	m.turns = append(m.turns, turn{kind: turnInfo, content: text})
-	m.refresh(true)
+	m.refresh()
 	m.vp.GotoBottom()
 }
 

@@ -86,9 +86,10 @@ type turn struct {
 	note    string       // assistant: why it stopped early
 
 	stream  *stream // assistant answer while it streams
-	out     string  // cached rendering
+	out     string  // cached rendering, already fitted to the viewport
 	outOK   bool
-	outWide int
+	outWide int // m.width the cached rendering was made for
+	outFit  int // viewport width it was fitted to
 }
 
 // generation is the Generate request in flight.
@@ -326,7 +327,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.invalidate()
 		}
 		m.layout()
-		m.refresh(true)
+		m.refresh()
 	case eventsMsg:
 		for _, ev := range msg.events {
 			cmds = append(cmds, m.handleEvent(ev))
@@ -347,7 +348,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case frameMsg:
 		m.frameQueued = false
 		if m.dirty {
-			m.refresh(false)
+			m.refresh()
 		}
 	case flashOffMsg:
 		if msg.seq == m.flashSeq {
@@ -412,7 +413,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.meter.Window = e.Info.SlidingWindow
 		}
 		m.layout()
-		m.refresh(true)
+		m.refresh()
 	case engine.PrefillProgress:
 		if m.gen != nil && e.ID == m.gen.id {
 			m.gen.prefill = e
@@ -522,7 +523,7 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 		m.prefixOK = false
 		m.dirty = true
 		m.autosave()
-		m.refresh(true)
+		m.refresh()
 		return
 	}
 	t.content = text
@@ -548,7 +549,7 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 	}
 	m.prefixOK = false
 	m.autosave()
-	m.refresh(true)
+	m.refresh()
 }
 
 const quitHint = "press Ctrl+C again to quit"
@@ -742,7 +743,7 @@ func (m *model) submit() tea.Cmd {
 	m.turns = append(m.turns, turn{kind: turnAssistant, stream: &stream{}})
 	m.gen = &generation{id: id, turn: len(m.turns) - 1}
 	m.prefixOK = false
-	m.refresh(true)
+	m.refresh()
 	m.vp.GotoBottom()
 	return nil
 }

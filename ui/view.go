@@ -80,21 +80,23 @@ func (m *model) layout() {
 	}
 }
 
-// refresh re-renders the conversation into the viewport; streaming answers
-// only re-render their unfinished tail. force is for structural changes.
-func (m *model) refresh(force bool) {
-	_ = force
+// refresh re-renders the conversation into the viewport. Finished turns
+// come from their cache (rendered and fitted once); only a streaming
+// answer's unfinished tail is rendered again on a frame.
+func (m *model) refresh() {
 	m.dirty = false
 	parts := make([]string, 0, len(m.turns))
 	for i := range m.turns {
 		parts = append(parts, m.renderTurn(&m.turns[i]))
 	}
+	// fitWidth works line by line, so fitting each turn equals fitting the
+	// joined text.
 	content := strings.Join(parts, "\n\n")
 	if len(m.turns) == 0 {
-		content = m.welcome()
+		content = fitWidth(m.welcome(), m.vp.Width)
 	}
 	wasBottom := m.vp.AtBottom() || m.vp.TotalLineCount() <= m.vp.Height
-	m.vp.SetContent(fitWidth(content, m.vp.Width))
+	m.vp.SetContent(content)
 	if wasBottom {
 		m.vp.GotoBottom()
 	}
@@ -116,10 +118,11 @@ func (m *model) shortModel() string {
 	return filepath.Base(strings.TrimRight(n, "/"))
 }
 
-// renderTurn renders one block, from cache when nothing changed.
+// renderTurn renders one block fitted to the viewport width, from cache
+// when nothing changed.
 func (m *model) renderTurn(t *turn) string {
 	w := m.width
-	if t.stream == nil && t.outOK && t.outWide == w {
+	if t.stream == nil && t.outOK && t.outWide == w && t.outFit == m.vp.Width {
 		return t.out
 	}
 	var out string
@@ -150,8 +153,9 @@ func (m *model) renderTurn(t *turn) string {
 	case turnError:
 		out = indent(m.theme.Error.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
 	}
+	out = fitWidth(out, m.vp.Width)
 	if t.stream == nil {
-		t.out, t.outOK, t.outWide = out, true, w
+		t.out, t.outOK, t.outWide, t.outFit = out, true, w, m.vp.Width
 	}
 	return out
 }
