@@ -1,5 +1,3 @@
-// Command mlxchat is a terminal chat client that runs a local LLM
-// in-process; see cli for the commands and flags.
 package main
 
 import (

@@ -12,7 +12,9 @@ import (
 // prompt (special tokens in the text are recognized, no BOS is added beyond
 // what the template wrote) and a streaming decoder per answer.
 type Tokenizer interface {
+	// Encode turns a rendered prompt into token ids.
 	Encode(text string) ([]int32, error)
+	// NewStream starts the incremental decoder of one answer.
 	NewStream() StreamDecoder
 }
 
@@ -21,6 +23,7 @@ type Tokenizer interface {
 // detokenizes such tokens into an answer; a Tokenizer without it has every
 // token shown.
 type SpecialTokens interface {
+	// IsSpecial reports whether id is a control token.
 	IsSpecial(id int32) bool
 }
 
@@ -28,12 +31,16 @@ type SpecialTokens interface {
 // text that is complete after id (holding back partial UTF-8), Flush the
 // rest at the end of the answer.
 type StreamDecoder interface {
+	// Add feeds one id and returns the text completed by it.
 	Add(id int32) string
+	// Flush returns the text still held back at the end of the answer.
 	Flush() string
 }
 
 // Template renders a conversation into the model's prompt text.
 type Template interface {
+	// Render formats messages; with addGenerationPrompt the text ends
+	// with the header that opens the model's reply.
 	Render(messages []Message, addGenerationPrompt bool) (string, error)
 }
 
@@ -407,8 +414,8 @@ func safely(f func() error) (err error) {
 // PanicError is the error of a request that panicked inside the engine or
 // the model. Stack is the goroutine stack at the panic, for logs.
 type PanicError struct {
-	Value any
-	Stack []byte
+	Value any    // the value passed to panic
+	Stack []byte // the goroutine stack at the panic
 }
 
 // Error describes the panic value in one line.

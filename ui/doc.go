@@ -3,8 +3,9 @@
 // It talks to the engine only through engine's request and event types and
 // never touches tensors.
 //
-// It may import engine, themes and the charm libraries; not models, kvcache,
-// tensor or metal. (Its tmux test builds the main package and
+// It may import engine, themes, the charm libraries (with their termenv and
+// go-runewidth) and github.com/adrg/xdg for its file locations; not models,
+// kvcache, tensor or metal. (Its tmux test builds the main package and
 // models/cmd/mkmodel and runs them as programs; it imports neither.)
 //
 // # Contract with main

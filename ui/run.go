@@ -21,7 +21,9 @@ import (
 // Engine is all the UI needs from the engine: *engine.Engine satisfies it.
 // Submit must not block; Events is read until it closes.
 type Engine interface {
+	// Submit queues a request and returns its id.
 	Submit(engine.Request) engine.RequestID
+	// Events is the channel of engine events, closed at shutdown.
 	Events() <-chan engine.Event
 }
 

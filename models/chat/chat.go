@@ -247,6 +247,8 @@ func detectEndOfTurn(source string) string {
 // TokenIDer looks up the id of a token string; *tokenizer.Tokenizer
 // implements it.
 type TokenIDer interface {
+	// TokenID returns the id of the token s and whether the vocabulary
+	// has it.
 	TokenID(s string) (int32, bool)
 }
 
