@@ -33,19 +33,23 @@
 //     latency-bound (one 64-thread workgroup per 8 rows).
 //   - host cost: 5.3 us to record one op (BenchmarkRecord).
 //   - full-size synthetic Gemma 3n E2B, 4-bit (mkmodel -kind e2b
-//     -towers=false): load and first chunk 1.15 s, prefill 64 tokens 294 ms,
-//     decode 42.0 tok/s (23.3 ms/token): 1.36 GB of weights per token, so
-//     57 GB/s, a roofline fraction of 0.013. Per token: 2048 launches, 21
-//     Syncs (the host-memory KV cache needs one per attention layer) and
-//     7.5 MB of host tensors staged (the K/V views). Decode is bound by
-//     per-launch host cost and Sync round trips, not by the kernels.
+//     -towers=false), with the KV cache in backend memory and K/V appended
+//     by recorded copies (one Sync per Forward), 64 decode steps:
+//     load and first chunk 1.01 s, prefill 64 tokens 257 ms, decode
+//     65.7 tok/s (14.8 ms/token in Forward, 0.4 ms reading logits): 1.36 GB
+//     of weights per token, so 90 GB/s, a roofline fraction of 0.02. Per
+//     token: 2088 launches (40 of them the K/V row copies), 1 Sync, 1
+//     flush, 272 KB of small host tensors staged (no K/V). Decode is still
+//     bound by per-launch host cost, not by the kernels.
 //
 // History on the same machine: device-local (BAR) activations gave
 // 1.33 tok/s, because the CPU reads logits and new K/V rows through the BAR
 // uncached (1 MB of logits took 639 ms); host-cached activations, now the
 // default on discrete GPUs, gave 37 tok/s; submitting every 48 launches
-// without waiting, 42 tok/s. The 2^23-mantissa dequantization in qmv took
-// the lm head from 971 to about 1130-1200 GB/s.
+// without waiting, 42 tok/s, with the KV cache in Go memory (21 Syncs and
+// 7.5 MB of K/V views staged per token); the cache in backend memory with
+// one Sync per Forward, 65.7 tok/s. The 2^23-mantissa dequantization in
+// qmv took the lm head from 971 to about 1130-1200 GB/s.
 //
 // Not measured anywhere: Metal itself (no Mac here).
 package metal
