@@ -144,11 +144,8 @@ type model struct {
 	confirmed engine.Settings                      // as the engine last confirmed
 	pendingSt map[engine.RequestID]engine.Settings // UpdateSettings in flight -> settings to revert to
 
-	turns    []turn
-	prefix   string // rendering of every turn before the streaming one
-	prefixOK bool
-	created  time.Time
-	system   string
+	turns   []turn
+	created time.Time
 
 	vp        viewport.Model
 	ta        textarea.Model
@@ -297,7 +294,6 @@ func (m *model) invalidate() {
 			m.turns[i].stream.reset()
 		}
 	}
-	m.prefixOK = false
 	m.dirty = true
 }
 
@@ -520,7 +516,6 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 		} else {
 			m.setNotice("stopped before the answer began; your message is back " + where)
 		}
-		m.prefixOK = false
 		m.dirty = true
 		m.autosave()
 		m.refresh()
@@ -547,7 +542,6 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 		t.note = "repeating"
 		m.setNotice("stopped: the answer started repeating itself")
 	}
-	m.prefixOK = false
 	m.autosave()
 	m.refresh()
 }
@@ -742,7 +736,6 @@ func (m *model) submit() tea.Cmd {
 	id := m.eng.Submit(engine.Generate{Conversation: m.conversation()})
 	m.turns = append(m.turns, turn{kind: turnAssistant, stream: &stream{}})
 	m.gen = &generation{id: id, turn: len(m.turns) - 1}
-	m.prefixOK = false
 	m.refresh()
 	m.vp.GotoBottom()
 	return nil
