@@ -75,18 +75,25 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 		Tokenizer:  tokAdapter{tk},
 		Template:   chatTemplate{tmpl},
 		StopTokens: stops,
-		Info: ModelInfo{
-			Name:          name,
-			Dir:           dir,
-			ModelType:     info.ModelType,
-			Backend:       backendName,
-			VocabSize:     info.VocabSize,
-			Layers:        info.NumLayers,
-			ContextLength: info.ContextLength,
-			SlidingWindow: info.SlidingWindow,
-			WeightBytes:   m.WeightBytes(),
-		},
+		Info:       modelInfo(m, name, dir, backendName),
 	}, nil
+}
+
+// modelInfo describes m for the status line: name, dir and backend as
+// given, the rest from the model.
+func modelInfo(m models.Model, name, dir, backend string) ModelInfo {
+	info := m.Config()
+	return ModelInfo{
+		Name:          name,
+		Dir:           dir,
+		ModelType:     info.ModelType,
+		Backend:       backend,
+		VocabSize:     info.VocabSize,
+		Layers:        info.NumLayers,
+		ContextLength: info.ContextLength,
+		SlidingWindow: info.SlidingWindow,
+		WeightBytes:   m.WeightBytes(),
+	}
 }
 
 // namingFile returns err as is when its message already names a file in
@@ -112,18 +119,12 @@ func (a tokAdapter) IsSpecial(id int32) bool { return a.t.IsSpecial(id) }
 // New returns an engine for a loaded model with its tokenizer and chat
 // template; stop tokens come from the model (and opts.StopTokens).
 func New(model models.Model, tok Tokenizer, tmpl Template, opts Options) (*Engine, error) {
-	info := model.Config()
 	return FromBundle(&Bundle{
 		Model:      model,
 		Tokenizer:  tok,
 		Template:   tmpl,
-		StopTokens: info.StopIDs,
-		Info: ModelInfo{
-			Name: opts.Info.Name, Dir: opts.Info.Dir, Backend: opts.Info.Backend,
-			ModelType: info.ModelType, VocabSize: info.VocabSize, Layers: info.NumLayers,
-			ContextLength: info.ContextLength, SlidingWindow: info.SlidingWindow,
-			WeightBytes: model.WeightBytes(),
-		},
+		StopTokens: model.Config().StopIDs,
+		Info:       modelInfo(model, opts.Info.Name, opts.Info.Dir, opts.Info.Backend),
 	}, opts)
 }
 
