@@ -1,8 +1,6 @@
-//go:build cpucheck
-
-// These checks run the cache's views through package tensor/cpu. They sit
-// behind a build tag so this package's tests never depend on another
-// package's work in progress: go test -tags cpucheck ./kvcache/
+// These checks run the cache's views through package tensor/cpu's
+// Attention, the kernel the models use, besides the package's own float64
+// reference.
 
 package kvcache
 

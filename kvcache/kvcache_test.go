@@ -694,7 +694,7 @@ func decodeAttention(out, q []float32, view View, hq int) {
 // BenchmarkDecodeStep measures Begin+Append+attention+Commit for one decode
 // token at a steady live window (trimming every step), for one layer of 2
 // KV heads x 128 and 8 query heads, with the plain attention above (see
-// BenchmarkDecodeStepCPU, -tags cpucheck, for the CPU backend's kernel).
+// BenchmarkDecodeStepCPU for the CPU backend's kernel).
 func BenchmarkDecodeStep(b *testing.B) {
 	benchDecode(b, func(out, q *tensor.Tensor, v View) error {
 		decodeAttention(out.F32(), q.F32(), v, q.Shape[1])
