@@ -226,6 +226,24 @@ func dqz4(w *byte, s, b, dst *float32, groups, steps int)
 //go:noescape
 func dqz8(w *byte, s, b, dst *float32, groups, steps int)
 
+// dequantTile writes rows [t0, t0+rows) of w as float32 rows of stride ld
+// into wt (dqz4's order for 4 bits) and zeroes the padding rows up to cols.
+// s and bias are scratch for rows·groups scales and biases.
+func dequantTile(wt, s, bias []float32, w *tensor.Matrix, t0, rows, cols, ld int) {
+	groups := w.In / w.GroupSize
+	dq := dqz8
+	if w.Bits == 4 {
+		dq = dqz4
+	}
+	wstride := w.In * w.Bits / 8
+	convertRows(s, w.Scales, t0, rows, groups, groups, true)
+	convertRows(bias, w.Biases, t0, rows, groups, groups, true)
+	for r := 0; r < rows; r++ {
+		dq(&w.W.Data[(t0+r)*wstride], &s[r*groups], &bias[r*groups], &wt[r*ld], groups, w.GroupSize/32)
+	}
+	clear(wt[rows*ld : cols*ld])
+}
+
 //go:noescape
 func sgemm4x5(x *float32, xstride int, w *float32, wstride, k int, c *float32, cstride, accumulate int)
 
@@ -271,13 +289,7 @@ func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
 		}
 	}
 	clear(xp[n*ld:])
-	dq := dqz8
-	if bits == 4 {
-		dq = dqz4
-	}
-	wstride := in * bits / 8
 	tile := max(5, (256<<10)/(in*4)/5*5)
-	data := w.W.Data
 	b.pool.splitParts(out, 5, 4*b.threads, func(lo, hi int) {
 		rowsMax := min(tile, (hi-lo+4)/5*5)
 		wtBuf := b.getBuf(rowsMax * ld)
@@ -292,12 +304,7 @@ func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
 		for t0 := lo; t0 < hi; t0 += rowsMax {
 			rows := min(rowsMax, hi-t0)
 			cols := (rows + 4) / 5 * 5
-			convertRows(s, w.Scales, t0, rows, groups, groups, true)
-			convertRows(bias, w.Biases, t0, rows, groups, groups, true)
-			for r := 0; r < rows; r++ {
-				dq(&data[(t0+r)*wstride], &s[r*groups], &bias[r*groups], &wt[r*ld], groups, gs/32)
-			}
-			clear(wt[rows*ld : cols*ld])
+			dequantTile(wt, s, bias, w, t0, rows, cols, ld)
 			for k0 := 0; k0 < in; k0 += sgemmK {
 				kl := min(sgemmK, in-k0)
 				acc := 0
@@ -357,16 +364,10 @@ func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
 			panel[k*16+r%16] = v
 		}
 	}
-	dq := dqz8
-	if bits == 4 {
-		dq = dqz4
-	}
-	wstride := in * bits / 8
 	tile := max(12, (256<<10)/(in*4)/12*12)
 	// Slices of the inner dimension keep every panel's part in L2 and the
 	// twelve weight rows' part in L1.
 	kslice := min(in, max(64, (256<<10)/(nPad*4)&^15))
-	data := w.W.Data
 	b.pool.splitParts(out, 12, 4*b.threads, func(lo, hi int) {
 		rowsMax := min(tile, (hi-lo+11)/12*12)
 		wtBuf := b.getBuf(rowsMax * ldw)
@@ -381,12 +382,7 @@ func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
 		for t0 := lo; t0 < hi; t0 += rowsMax {
 			rows := min(rowsMax, hi-t0)
 			cols := (rows + 11) / 12 * 12
-			convertRows(s, w.Scales, t0, rows, groups, groups, true)
-			convertRows(bias, w.Biases, t0, rows, groups, groups, true)
-			for r := 0; r < rows; r++ {
-				dq(&data[(t0+r)*wstride], &s[r*groups], &bias[r*groups], &wt[r*ldw], groups, gs/32)
-			}
-			clear(wt[rows*ldw : cols*ldw])
+			dequantTile(wt, s, bias, w, t0, rows, cols, ldw)
 			for k0 := 0; k0 < in; k0 += kslice {
 				kl := min(kslice, in-k0)
 				acc := 0
