@@ -113,23 +113,22 @@ type loadState struct {
 
 // model is the bubbletea model of the chat.
 type model struct {
-	eng        Engine
-	modelName  string
-	modelDir   string
-	count      TokenCounter
-	cfg        Config
-	cfgPath    string // where /theme saves the theme ("" = not saved)
-	noColor    bool
-	profile    termenv.Profile
-	theme      themes.Theme
-	md         *markdown
-	saver      *autosaver
-	stateDir   string
-	convDir    string
-	histPath   string
-	now        func() time.Time
-	events     <-chan engine.Event
-	eventsDone bool
+	eng       Engine
+	modelName string
+	modelDir  string
+	count     TokenCounter
+	cfg       Config
+	cfgPath   string // where /theme saves the theme ("" = not saved)
+	noColor   bool
+	profile   termenv.Profile
+	theme     themes.Theme
+	md        *markdown
+	saver     *autosaver
+	stateDir  string
+	convDir   string
+	histPath  string
+	now       func() time.Time
+	events    <-chan engine.Event
 
 	width, height int
 	ready         bool
@@ -329,7 +328,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmds = append(cmds, m.handleEvent(ev))
 		}
 		if msg.closed {
-			m.eventsDone = true
 			if m.fatal == nil && !m.quitting {
 				m.fatal = fmt.Errorf("the engine stopped unexpectedly")
 			}
