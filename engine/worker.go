@@ -44,6 +44,7 @@ type lm interface {
 type worker struct {
 	lm       lm
 	tok      Tokenizer
+	special  SpecialTokens // tok when it implements SpecialTokens, else nil
 	tmpl     Template
 	stops    map[int32]bool
 	info     ModelInfo
@@ -71,6 +72,7 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 		return nil, err
 	}
 	w := &worker{lm: m, tok: tok, tmpl: tmpl, stops: map[int32]bool{}, info: info, settings: s}
+	w.special, _ = tok.(SpecialTokens)
 	for _, id := range append(append([]int32(nil), stops...), opts.StopTokens...) {
 		w.stops[id] = true
 	}
@@ -81,10 +83,10 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 }
 
 // isSpecial reports whether id is a control token that the answer text
-// leaves out (see SpecialTokens).
+// leaves out (see SpecialTokens); the decode loop asks for every token, so
+// the type assertion is done once in newWorkerLM.
 func (w *worker) isSpecial(id int32) bool {
-	st, ok := w.tok.(SpecialTokens)
-	return ok && st.IsSpecial(id)
+	return w.special != nil && w.special.IsSpecial(id)
 }
 
 // cacheState is the current meter as an event.
