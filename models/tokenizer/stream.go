@@ -36,14 +36,7 @@ func NewStreamDecoder(tok *Tokenizer) *StreamDecoder {
 // Add appends one id and returns the text that became complete, possibly "".
 func (d *StreamDecoder) Add(id int32) string {
 	d.ids = append(d.ids, id)
-	raw := d.tok.decodeRaw(d.ids)
-	tail, ok := strings.CutPrefix(raw, d.ctxRaw)
-	if !ok {
-		// The decoder rewrote text already shown (no supported decoder
-		// does); emit what follows the common prefix rather than stall.
-		n := commonPrefix(raw, d.ctxRaw)
-		tail = raw[n:]
-	}
+	raw, tail := d.pending()
 	if incompleteSuffix(tail) > 0 {
 		return ""
 	}
@@ -57,13 +50,22 @@ func (d *StreamDecoder) Flush() string {
 	if d.ctx == len(d.ids) {
 		return ""
 	}
-	raw := d.tok.decodeRaw(d.ids)
-	tail, ok := strings.CutPrefix(raw, d.ctxRaw)
-	if !ok {
-		tail = raw[commonPrefix(raw, d.ctxRaw):]
-	}
+	raw, tail := d.pending()
 	d.advance(raw)
 	return toValidUTF8(tail)
+}
+
+// pending decodes every id (raw) and returns the text after the emitted
+// context (tail).
+func (d *StreamDecoder) pending() (raw, tail string) {
+	raw = d.tok.decodeRaw(d.ids)
+	tail, ok := strings.CutPrefix(raw, d.ctxRaw)
+	if !ok {
+		// The decoder rewrote text already shown (no supported decoder
+		// does); emit what follows the common prefix rather than stall.
+		tail = raw[commonPrefix(raw, d.ctxRaw):]
+	}
+	return raw, tail
 }
 
 // Reset forgets all ids, for a new, unrelated text.
