@@ -320,15 +320,15 @@ type Stats struct {
 	// prefilled although it held tokens ("" = it was continued, or empty);
 	// one of the Restart* values.
 	CacheRestart     string
-	PrefillTokens    int // of those, tokens actually prefilled
-	PromptTokPerSec  float64
-	DecodeTokens     int
-	DecodeTokPerSec  float64
+	PrefillTokens    int           // of PromptTokens, tokens actually prefilled
+	PromptTokPerSec  float64       // PrefillTokens per second of PrefillTime
+	DecodeTokens     int           // answer tokens generated
+	DecodeTokPerSec  float64       // decode steps per second of DecodeTime
 	TimeToFirstToken time.Duration // from the start of the request
-	PrefillTime      time.Duration
-	DecodeTime       time.Duration
-	MemoryBytes      int64 // Go heap in use plus mapped weights, approximately
-	KVBytes          int64 // bytes held by the KV cache
+	PrefillTime      time.Duration // spent prefilling the prompt
+	DecodeTime       time.Duration // spent sampling and decoding the answer
+	MemoryBytes      int64         // resident set size of the process (Linux), else memory the Go runtime obtained
+	KVBytes          int64         // bytes held by the KV cache
 }
 
 // Why a Generate request rewound the cache (Stats.CacheRewind).

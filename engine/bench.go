@@ -8,13 +8,13 @@ import (
 
 // BenchResult is one prompt length's measurement.
 type BenchResult struct {
-	PromptTokens     int
-	PrefillTime      time.Duration
-	PrefillTokPerSec float64
-	DecodeTokens     int
-	DecodeTime       time.Duration
-	DecodeTokPerSec  float64
-	KVBytes          int64 // cache bytes at the end
+	PromptTokens     int           // prompt length prefilled
+	PrefillTime      time.Duration // time to prefill it
+	PrefillTokPerSec float64       // PromptTokens per second of PrefillTime
+	DecodeTokens     int           // tokens decoded after the prompt
+	DecodeTime       time.Duration // time to decode them
+	DecodeTokPerSec  float64       // DecodeTokens per second of DecodeTime
+	KVBytes          int64         // cache bytes at the end
 }
 
 // Bench measures prefill of promptLen synthetic tokens in chunks of

@@ -8,8 +8,8 @@ import (
 
 // QuantParams are the affine quantization parameters of one module.
 type QuantParams struct {
-	Bits      int
-	GroupSize int
+	Bits      int // bits per weight code
+	GroupSize int // weights sharing one scale and bias
 }
 
 // Quantization is the `quantization` (or `quantization_config`) block of an

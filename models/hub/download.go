@@ -24,16 +24,16 @@ import (
 // current file (Total is -1 when unknown); AllDone and AllTotal count bytes
 // over every file of the download.
 type Progress struct {
-	Repo           string
-	File           string
-	FileIndex      int // 1-based
-	Files          int
-	Done, Total    int64
-	AllDone        int64
-	AllTotal       int64
-	Verifying      bool // the file is complete and its hash is being checked
-	FileCompleted  bool // the file is in place
-	AlreadyPresent bool // the file was already in the cache
+	Repo           string // repository id, e.g. mlx-community/gemma-3n-E2B-it-4bit
+	File           string // path of the current file in the repository
+	FileIndex      int    // 1-based
+	Files          int    // files in the download
+	Done, Total    int64  // bytes of the current file
+	AllDone        int64  // bytes of every file done
+	AllTotal       int64  // bytes of every file
+	Verifying      bool   // the file is complete and its hash is being checked
+	FileCompleted  bool   // the file is in place
+	AlreadyPresent bool   // the file was already in the cache
 }
 
 // WantFile reports whether a repository file is needed to run a model:
