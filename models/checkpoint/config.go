@@ -152,87 +152,60 @@ func asFloat(v any) (float64, bool) {
 }
 
 // Int returns the integer at key; missing or non-integer is an error.
-func (c *Config) Int(key string) (int, error) {
-	v, ok := c.Get(key)
-	if !ok || v == nil {
-		return 0, c.missing(key)
-	}
-	i, ok := asInt(v)
-	if !ok {
-		return 0, c.wrongType(key, "an integer", v)
-	}
-	return i, nil
-}
+func (c *Config) Int(key string) (int, error) { return scalar(c, key, "an integer", asInt) }
 
 // IntOr returns the integer at key, or def when key is missing or null.
-func (c *Config) IntOr(key string, def int) (int, error) {
-	if !c.Has(key) {
-		return def, nil
-	}
-	return c.Int(key)
-}
+func (c *Config) IntOr(key string, def int) (int, error) { return scalarOr(c, key, def, c.Int) }
 
 // Float returns the number at key; missing or non-number is an error.
-func (c *Config) Float(key string) (float64, error) {
-	v, ok := c.Get(key)
-	if !ok || v == nil {
-		return 0, c.missing(key)
-	}
-	f, ok := asFloat(v)
-	if !ok {
-		return 0, c.wrongType(key, "a number", v)
-	}
-	return f, nil
-}
+func (c *Config) Float(key string) (float64, error) { return scalar(c, key, "a number", asFloat) }
 
 // FloatOr returns the number at key, or def when key is missing or null.
 func (c *Config) FloatOr(key string, def float64) (float64, error) {
-	if !c.Has(key) {
-		return def, nil
-	}
-	return c.Float(key)
+	return scalarOr(c, key, def, c.Float)
 }
 
 // String returns the string at key; missing or non-string is an error.
 func (c *Config) String(key string) (string, error) {
-	v, ok := c.Get(key)
-	if !ok || v == nil {
-		return "", c.missing(key)
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", c.wrongType(key, "a string", v)
-	}
-	return s, nil
+	return scalar(c, key, "a string", asType[string])
 }
 
 // StringOr returns the string at key, or def when key is missing or null.
-func (c *Config) StringOr(key, def string) (string, error) {
-	if !c.Has(key) {
-		return def, nil
-	}
-	return c.String(key)
-}
+func (c *Config) StringOr(key, def string) (string, error) { return scalarOr(c, key, def, c.String) }
 
 // Bool returns the boolean at key; missing or non-boolean is an error.
-func (c *Config) Bool(key string) (bool, error) {
-	v, ok := c.Get(key)
-	if !ok || v == nil {
-		return false, c.missing(key)
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, c.wrongType(key, "a boolean", v)
-	}
-	return b, nil
-}
+func (c *Config) Bool(key string) (bool, error) { return scalar(c, key, "a boolean", asType[bool]) }
 
 // BoolOr returns the boolean at key, or def when key is missing or null.
-func (c *Config) BoolOr(key string, def bool) (bool, error) {
+func (c *Config) BoolOr(key string, def bool) (bool, error) { return scalarOr(c, key, def, c.Bool) }
+
+// scalar reads the value at key through conv; a missing or null key, or a
+// value conv rejects, is an error naming key and want.
+func scalar[T any](c *Config, key, want string, conv func(any) (T, bool)) (T, error) {
+	var zero T
+	v, ok := c.Get(key)
+	if !ok || v == nil {
+		return zero, c.missing(key)
+	}
+	x, ok := conv(v)
+	if !ok {
+		return zero, c.wrongType(key, want, v)
+	}
+	return x, nil
+}
+
+// scalarOr is get(key), or def when key is missing or null.
+func scalarOr[T any](c *Config, key string, def T, get func(string) (T, error)) (T, error) {
 	if !c.Has(key) {
 		return def, nil
 	}
-	return c.Bool(key)
+	return get(key)
+}
+
+// asType is v as a T when it is one.
+func asType[T any](v any) (T, bool) {
+	x, ok := v.(T)
+	return x, ok
 }
 
 // Ints returns the list of integers at key. A single integer is accepted as
