@@ -614,17 +614,16 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 
 // afterEdit resizes the editor to its content and notes the draft.
 func (m *model) afterEdit() {
-	h := m.ta.LineCount()
-	if h < 1 {
-		h = 1
-	}
-	if h > m.maxInput() {
-		h = m.maxInput()
-	}
-	if h != m.inputH {
+	if m.inputHeight() != m.inputH {
 		m.layout()
 	}
 	m.completions = nil
+}
+
+// inputHeight is the editor's height for its content: its line count,
+// at least 1 and at most maxInput.
+func (m *model) inputHeight() int {
+	return min(max(m.ta.LineCount(), 1), m.maxInput())
 }
 
 func (m *model) maxInput() int {

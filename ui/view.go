@@ -58,13 +58,7 @@ func (m *model) layout() {
 	if w < 10 {
 		w = 10
 	}
-	in := m.ta.LineCount()
-	if in < 1 {
-		in = 1
-	}
-	if in > m.maxInput() {
-		in = m.maxInput()
-	}
+	in := m.inputHeight()
 	m.inputH = in
 	m.ta.SetWidth(w)
 	m.ta.SetHeight(in)
