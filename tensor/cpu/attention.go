@@ -14,6 +14,10 @@ import (
 // a masked key contributes nothing. Work is spread over (row, head) pairs;
 // each pair makes one pass over its keys with an online softmax.
 func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
+	shape, err := tensor.CheckAttention(dst, q, k, v, mask)
+	if err != nil {
+		return fmt.Errorf("cpu %w", err)
+	}
 	for _, c := range []struct {
 		what string
 		t    *tensor.Tensor
@@ -21,35 +25,13 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 		if err := checkF32("attention", c.what, c.t); err != nil {
 			return err
 		}
-		if len(c.t.Shape) != 3 {
-			return fmt.Errorf("cpu attention: %s is %s, want 3 axes", c.what, c.t)
-		}
-	}
-	nq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	nk, hkv := k.Shape[0], k.Shape[1]
-	if k.Shape[2] != d || v.Shape[0] != nk || v.Shape[1] != hkv || v.Shape[2] != d {
-		return fmt.Errorf("cpu attention: k %s and v %s disagree with q %s", k, v, q)
-	}
-	if hkv == 0 || hq%hkv != 0 {
-		return fmt.Errorf("cpu attention: %d query heads not a multiple of %d kv heads", hq, hkv)
-	}
-	if dst.Shape[0] != nq || dst.Shape[1] != hq || dst.Shape[2] != d {
-		return fmt.Errorf("cpu attention: dst %s, want [%d %d %d]", dst, nq, hq, d)
 	}
 	for _, in := range []*tensor.Tensor{q, k, v} {
 		if overlaps(dst.Data, in.Data) {
 			return fmt.Errorf("cpu attention: dst %s overlaps an input", dst)
 		}
 	}
-	if mask.Rows != nq {
-		return fmt.Errorf("cpu attention: mask has %d rows, q has %d", mask.Rows, nq)
-	}
-	if kl := mask.KeyLen(); kl != nk {
-		return fmt.Errorf("cpu attention: mask covers %d keys, k has %d", kl, nk)
-	}
-	if err := mask.Validate(); err != nil {
-		return fmt.Errorf("cpu attention: %w", err)
-	}
+	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
 	if nq == 0 || hq == 0 || d == 0 {
 		return nil
 	}

@@ -1,0 +1,44 @@
+package tensor
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckAttention(t *testing.T) {
+	mask := func(rows, keys int) Mask {
+		return Mask{QueryStart: keys - rows, Rows: rows, Keys: []Span{{Start: 0, Len: keys}}}
+	}
+	q, k, v, dst := New(F32, 3, 4, 8), New(F32, 5, 2, 8), New(F32, 5, 2, 8), New(F32, 3, 4, 8)
+	tests := []struct {
+		name          string
+		dst, q, k, v  *Tensor
+		mask          Mask
+		wantErrSubstr string
+	}{
+		{"ok", dst, q, k, v, mask(3, 5), ""},
+		{"nil k", dst, q, nil, v, mask(3, 5), "k is nil"},
+		{"rank", dst, New(F32, 3, 32), k, v, mask(3, 5), "want 3 axes"},
+		{"v rows", dst, q, k, New(F32, 4, 2, 8), mask(3, 5), "disagree"},
+		{"head dim", dst, q, New(F32, 5, 2, 4), New(F32, 5, 2, 4), mask(3, 5), "disagree"},
+		{"gqa", New(F32, 3, 3, 8), New(F32, 3, 3, 8), k, v, mask(3, 5), "not a multiple"},
+		{"dst", New(F32, 2, 4, 8), q, k, v, mask(3, 5), "dst"},
+		{"mask rows", dst, q, k, v, mask(2, 5), "mask has 2 rows"},
+		{"mask keys from offset, not the live window", dst, q, k, v, Mask{QueryStart: 9, Rows: 3, Keys: []Span{{Start: 0, Len: 12}}}, "mask covers 12 keys, k has 5"},
+		{"row sees nothing", dst, q, k, v, Mask{QueryStart: 0, Rows: 3, Keys: []Span{{Start: 10, Len: 5}}}, "sees no key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := CheckAttention(tc.dst, tc.q, tc.k, tc.v, tc.mask)
+			if tc.wantErrSubstr == "" {
+				if err != nil || s != (AttentionShape{Rows: 3, Heads: 4, Keys: 5, KVHeads: 2, HeadDim: 8}) {
+					t.Fatalf("got %+v, %v", s, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrSubstr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErrSubstr)
+			}
+		})
+	}
+}
