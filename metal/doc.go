@@ -7,6 +7,22 @@
 //
 // It may import tensor, metal/gpu, metal/kernels, metal/vulkan and purego.
 //
+// # Out of memory
+//
+// tensor.Backend's Alloc returns no error. gpu.Backend.Alloc places every
+// tensor in a host-visible GPU buffer the kernels bind in place (the
+// Vulkan driver prefers device-local host-visible memory and falls back to
+// plain host-visible memory); when the driver refuses, it releases its idle
+// pooled buffers and tries once more. If that fails as well, the returned
+// tensor has zeroed host Data and a Handle recording the failure: every op
+// that binds it fails with an error naming the shape and byte count that
+// could not be allocated, and the next Sync returns that error too. It
+// never degrades to a host tensor that ops would stage, since a KV cache
+// whose rows are appended by recorded copies would then let attention read
+// stale rows. SetMemoryLimit caps the backend's activation memory (tests
+// force the failure with it: metal/vulkan TestAllocFailure,
+// TestKVCacheAllocFailure).
+//
 // # Verified where
 //
 // Linux CI (Mesa lavapipe, subgroup size 8): every kernel runs through the

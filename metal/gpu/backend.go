@@ -16,7 +16,9 @@ import (
 // may run on others).
 //
 // Memory rules:
-//   - tensors from Alloc live in host-visible GPU buffers; their Data is
+//   - tensors from Alloc live in host-visible GPU buffers (or, when no
+//     memory can be had, carry a Handle that makes every op binding them
+//     and the next Sync fail); their Data is
 //     that buffer's mapping, valid after Sync. A tensor whose Data points
 //     into such a buffer (a view with or without Handle) binds in place.
 //     The buffer is reused once no Tensor.Handle refers to it any more, so
@@ -48,7 +50,16 @@ type Backend struct {
 	raw       [256]byte
 	err       error // first recording error since the last Sync
 	closed    bool
+	// actBytes is the size of every activation buffer obtained from the
+	// driver and not yet released; memLimit, when positive, caps it
+	// (SetMemoryLimit).
+	actBytes, memLimit int64
 }
+
+// allocFailure is the Handle of a tensor Alloc could not place in GPU
+// memory: any op that binds it fails with err, so nothing reads or writes
+// it silently on the host.
+type allocFailure struct{ err error }
 
 // bufState is what a cleanup needs to recycle a buffer; buffer is the
 // Handle whose reachability decides when that happens.
@@ -151,18 +162,46 @@ func (b *Backend) SetMaxRange(n int64) {
 
 func dataPtr(d []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(d))) }
 
-// Alloc returns a zeroed F32 tensor in a host-visible GPU buffer. If the
-// device cannot provide one it returns a host tensor, which ops stage.
+// SetMemoryLimit caps the bytes of activation buffers (live and pooled)
+// the backend holds from the driver at once; 0 removes the cap. Alloc
+// beyond it fails as if the device were out of memory (for tests of that
+// path, and to keep a backend within a budget).
+func (b *Backend) SetMemoryLimit(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.memLimit = max(n, 0)
+}
+
+// Alloc returns a zeroed F32 tensor in a host-visible GPU buffer that the
+// kernels bind in place (its Handle is set). When the driver has no memory
+// for it, Alloc first releases the idle pooled buffers and tries again (the
+// driver itself falls back from device-local to plain host-visible memory).
+// If that fails too, the tensor it returns has host Data but a Handle that
+// records the failure: every op that binds it returns an error naming the
+// shape that could not be allocated, and so does the next Sync, so no op
+// ever reads stale host bytes in its place.
 func (b *Backend) Alloc(shape ...int) *tensor.Tensor {
 	n := tensor.NumElements(shape) * 4
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n == 0 || b.closed {
+	if n == 0 {
 		return tensor.New(tensor.F32, shape...)
 	}
-	st, err := b.newBuf(n)
+	var st *bufState
+	err := fmt.Errorf("%s backend is closed", b.drv.Name())
+	if !b.closed {
+		st, err = b.newBuf(n)
+		if err != nil && b.pooled > 0 {
+			b.releasePool()
+			st, err = b.newBuf(n)
+		}
+	}
 	if err != nil {
-		return tensor.New(tensor.F32, shape...)
+		err = fmt.Errorf("%s backend: allocating F32 tensor %v (%d bytes): %w", b.drv.Name(), shape, n, err)
+		b.fail(err)
+		t := tensor.New(tensor.F32, shape...)
+		t.Handle = &allocFailure{err: err}
+		return t
 	}
 	h := &buffer{st: st}
 	runtime.AddCleanup(h, b.reclaim, st)
@@ -200,10 +239,14 @@ func (b *Backend) newBuf(n int) (*bufState, error) {
 		clear(st.mem)
 		return st, nil
 	}
+	if b.memLimit > 0 && b.actBytes+int64(size) > b.memLimit {
+		return nil, fmt.Errorf("%d bytes more would exceed the memory limit of %d (%d in use)", size, b.memLimit, b.actBytes)
+	}
 	buf, mem, err := b.drv.NewBuffer(size)
 	if err != nil {
 		return nil, err
 	}
+	b.actBytes += int64(size)
 	return &bufState{buf: buf, mem: mem, base: dataPtr(mem), size: size}, nil
 }
 
@@ -233,6 +276,7 @@ func (b *Backend) recycle() {
 		dead[st] = true
 		if b.closed || b.pooled+int64(st.size) > maxPooled {
 			b.drv.Release(st.buf)
+			b.actBytes -= int64(st.size)
 			continue
 		}
 		b.pool[st.size] = append(b.pool[st.size], st)
@@ -246,6 +290,18 @@ func (b *Backend) recycle() {
 		}
 	}
 	b.live = live
+}
+
+// releasePool hands every idle pooled buffer back to the driver.
+func (b *Backend) releasePool() {
+	for size, l := range b.pool {
+		for _, st := range l {
+			b.drv.Release(st.buf)
+			b.actBytes -= int64(st.size)
+		}
+		delete(b.pool, size)
+	}
+	b.pooled = 0
 }
 
 // lookup finds the live buffer holding address p.
@@ -309,12 +365,8 @@ func (b *Backend) Close() error {
 		b.drv.Release(lb.st.buf)
 	}
 	b.live = nil
-	for _, l := range b.pool {
-		for _, st := range l {
-			b.drv.Release(st.buf)
-		}
-	}
-	b.pool = map[int][]*bufState{}
+	b.releasePool()
+	b.actBytes = 0
 	for _, w := range b.weights {
 		b.drv.Release(w.buf)
 	}

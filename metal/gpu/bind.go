@@ -39,6 +39,9 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 	if len(t.Data) == 0 {
 		return nil, 0, 0, fmt.Errorf("tensor %s has no data", t)
 	}
+	if f, ok := t.Handle.(*allocFailure); ok {
+		return nil, 0, 0, fmt.Errorf("tensor %s has no GPU memory: %w", t, f.err)
+	}
 	if a.scratch != nil {
 		return a.scratch.chunk.buf, a.scratch.off + a.off, a.scratch.chunk.size, nil
 	}
