@@ -23,6 +23,28 @@
 // force the failure with it: metal/vulkan TestAllocFailure,
 // TestKVCacheAllocFailure).
 //
+// # Host uploads
+//
+// Per decode step of the tiny Gemma 3n, 6312 bytes of host tensors used to
+// be uploaded (gpu.Backend.ProfileStaging counts them per dtype and
+// shape): each layer's AltUp output scale vector F32[1 hidden] (5120), the
+// RoPE inverse frequencies F32[headDim/2] of every RoPE call (1024), the
+// AltUp identity F32[1 16] and ones F32[1 4], and what really changes: the
+// token id of the two embedding gathers and the key spans of each
+// attention. The same mix made the 272 KB per E2B token above (30 scale
+// vectors of 8 KB, 60 RoPE tables of 512 bytes). Now RoPE tables are
+// computed once per (dims, base) and bound like weights, and a small host
+// tensor that ops only read and whose bytes match those at the same
+// address in the previous step keeps its upload in a persistent arena;
+// every use compares the host bytes with the kept copy, so a tensor
+// changed between or within steps is uploaded again, never served stale
+// (Stats.ReusedBytes counts what was served). What is uploaded per tiny
+// decode step is the 8 bytes of token ids and 8 bytes per key span, 88 to
+// 152 bytes (metal/vulkan TestTinyGemma3nDecodeUploads); for E2B that is
+// about 250-500 bytes, not yet measured on the device. The spans could
+// move into the parameter block, but that changes the attention kernel
+// and its committed SPIR-V and MSL.
+//
 // # Verified where
 //
 // Linux CI (Mesa lavapipe, subgroup size 8): every kernel runs through the
@@ -55,8 +77,9 @@
 //     65.7 tok/s (14.8 ms/token in Forward, 0.4 ms reading logits): 1.36 GB
 //     of weights per token, so 90 GB/s, a roofline fraction of 0.02. Per
 //     token: 2088 launches (40 of them the K/V row copies), 1 Sync, 1
-//     flush, 272 KB of small host tensors staged (no K/V). Decode is still
-//     bound by per-launch host cost, not by the kernels.
+//     flush, 272 KB of small host tensors staged (no K/V; since cut, see
+//     Host uploads). Decode is still bound by per-launch host cost, not by
+//     the kernels.
 //
 // History on the same machine: device-local (BAR) activations gave
 // 1.33 tok/s, because the CPU reads logits and new K/V rows through the BAR

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"sort"
 	"sync"
@@ -27,7 +28,11 @@ import (
 //     memory are uploaded on first use and cached by address and length;
 //     they must not change afterwards (mmap'd checkpoints do not);
 //   - any other host tensor is copied in when an op is recorded and, if the
-//     op writes it, copied back at Sync.
+//     op writes it, copied back at Sync. A small one that ops only read and
+//     whose bytes were the same in the previous step (constants such as
+//     an identity matrix, per-layer scale vectors) keeps its upload across
+//     steps; every use compares the host bytes with the uploaded ones, so a
+//     changed tensor is uploaded again, never served stale.
 type Backend struct {
 	drv Driver
 	lim Limits
@@ -54,6 +59,33 @@ type Backend struct {
 	// driver and not yet released; memLimit, when positive, caps it
 	// (SetMemoryLimit).
 	actBytes, memLimit int64
+	// profile, when not nil, sums staged bytes per tensor dtype and shape
+	// (ProfileStaging); profKey is the tensor being staged.
+	profile map[string]int64
+	profKey string
+
+	// Upload cache of small read-only host tensors whose bytes did not
+	// change between steps (see stage): consts maps a tensor's address
+	// and length to its copy in carena; seen and seenPrev hold the content
+	// hashes of this and the previous step's staged candidates.
+	consts         map[memKey]constSlot
+	carena         []*arenaChunk
+	cbytes, cwaste int64
+	seen, seenPrev map[memKey]uint64
+	seed           maphash.Seed
+	ropeInv        map[ropeKey]*tensor.Tensor
+}
+
+// constSlot is a host tensor's upload kept across steps and the bytes it
+// was made from, compared on every use.
+type constSlot struct {
+	slot  stageSlot
+	bytes []byte
+}
+
+type ropeKey struct {
+	dims int
+	base float32
 }
 
 // allocFailure is the Handle of a tensor Alloc could not place in GPU
@@ -109,6 +141,22 @@ type Stats struct {
 	StagedBytes    int64 // host-tensor bytes copied into staging
 	WritebackBytes int64 // staged output bytes copied back at Sync
 	WeightBytes    int64 // weight bytes uploaded
+	ReusedBytes    int64 // host-tensor bytes served from an unchanged earlier upload
+}
+
+// ProfileStaging starts (on) or stops counting staged bytes per tensor
+// dtype and shape, and returns the counts gathered since the last call
+// that started profiling (nil when it was off). It finds which host
+// tensors a model uploads every step; counting costs a string per stage.
+func (b *Backend) ProfileStaging(on bool) map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.profile
+	b.profile = nil
+	if on {
+		b.profile = map[string]int64{}
+	}
+	return p
 }
 
 // Stats returns the counters.
@@ -135,12 +183,17 @@ func New(drv Driver) *Backend {
 		remote = r
 	}
 	return &Backend{
-		remote:  remote,
-		drv:     drv,
-		lim:     lim,
-		pool:    map[int][]*bufState{},
-		weights: map[memKey]weightBuf{},
-		staged:  map[memKey]stageSlot{},
+		remote:   remote,
+		drv:      drv,
+		lim:      lim,
+		pool:     map[int][]*bufState{},
+		weights:  map[memKey]weightBuf{},
+		staged:   map[memKey]stageSlot{},
+		consts:   map[memKey]constSlot{},
+		seen:     map[memKey]uint64{},
+		seenPrev: map[memKey]uint64{},
+		seed:     maphash.MakeSeed(),
+		ropeInv:  map[ropeKey]*tensor.Tensor{},
 	}
 }
 
@@ -347,6 +400,17 @@ func (b *Backend) Sync() error {
 	for _, c := range b.darena {
 		c.used = 0
 	}
+	b.seen, b.seenPrev = b.seenPrev, b.seen
+	clear(b.seen)
+	if b.cwaste > maxConstWaste {
+		// Evicted uploads add up: start the cache afresh now that no
+		// recorded op reads it.
+		clear(b.consts)
+		for _, c := range b.carena {
+			c.used = 0
+		}
+		b.cbytes, b.cwaste = 0, 0
+	}
 	b.recycle()
 	return err
 }
@@ -371,10 +435,11 @@ func (b *Backend) Close() error {
 		b.drv.Release(w.buf)
 	}
 	b.weights = map[memKey]weightBuf{}
-	for _, c := range append(b.arena, b.darena...) {
+	for _, c := range append(append(b.arena, b.darena...), b.carena...) {
 		b.drv.Release(c.buf)
 	}
-	b.arena, b.darena = nil, nil
+	b.arena, b.darena, b.carena = nil, nil, nil
+	clear(b.consts)
 	if cerr := b.drv.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -318,15 +318,21 @@ func (b *Backend) rope(x *tensor.Tensor, pos0 int, dims int, base float32) error
 		return fmt.Errorf("rope: base %v must be positive", base)
 	}
 	half := dims / 2
-	inv := make([]float32, half)
-	for i := range inv {
-		inv[i] = float32(math.Pow(float64(base), -2*float64(i)/float64(dims)))
+	// The inverse frequencies depend on dims and base only: computed once
+	// and bound like a weight (uploaded once, kept by the backend).
+	invt := b.ropeInv[ropeKey{dims, base}]
+	if invt == nil {
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(float64(base), -2*float64(i)/float64(dims)))
+		}
+		var err error
+		if invt, err = tensor.FromF32(inv, half); err != nil {
+			return err
+		}
+		b.ropeInv[ropeKey{dims, base}] = invt
 	}
-	invt, err := tensor.FromF32(inv, half)
-	if err != nil {
-		return err
-	}
-	args := [8]arg{1: out(x), 2: in(invt)}
+	args := [8]arg{1: out(x), 2: weight(invt)}
 	words := []uint32{uint32(n), uint32(heads), uint32(hd), uint32(half), uint32(pos0)}
 	return b.launch(kernels.RoPE, &args, words, grid1D(n*heads*half, 64))
 }
