@@ -350,6 +350,10 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 }
 
 func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
+	shape, err := tensor.CheckAttention(dst, q, k, v, mask)
+	if err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		what string
 		t    *tensor.Tensor
@@ -357,35 +361,13 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 		if err := checkF32(c.what, c.t); err != nil {
 			return err
 		}
-		if len(c.t.Shape) != 3 {
-			return fmt.Errorf("%s: got %s, want rank 3", c.what, c.t)
-		}
 	}
-	nq, hq, d := q.Shape[0], q.Shape[1], q.Shape[2]
-	nk, hkv := k.Shape[0], k.Shape[1]
-	if k.Shape[2] != d || v.Shape[0] != nk || v.Shape[1] != hkv || v.Shape[2] != d {
-		return fmt.Errorf("attention: k %s and v %s do not match q %s", k, v, q)
-	}
-	if hkv == 0 || hq%hkv != 0 {
-		return fmt.Errorf("attention: %d query heads not a multiple of %d kv heads", hq, hkv)
-	}
-	if dst.Len() != q.Len() {
-		return fmt.Errorf("attention: dst %s does not match q %s", dst, q)
-	}
+	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
 	if d > maxHeadDim {
 		return fmt.Errorf("attention: head dim %d exceeds the kernel's %d", d, maxHeadDim)
 	}
 	if nq > 65535 || hq > 65535 {
 		return fmt.Errorf("attention: %d rows x %d heads exceeds the grid", nq, hq)
-	}
-	if mask.Rows != nq {
-		return fmt.Errorf("attention: mask has %d rows, q has %d", mask.Rows, nq)
-	}
-	if mask.KeyLen() != nk {
-		return fmt.Errorf("attention: mask covers %d keys, k has %d", mask.KeyLen(), nk)
-	}
-	if err := mask.Validate(); err != nil {
-		return fmt.Errorf("attention: %w", err)
 	}
 	var spans []byte
 	col := 0
