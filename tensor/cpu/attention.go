@@ -31,18 +31,34 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 			return fmt.Errorf("cpu attention: dst %s overlaps an input", dst)
 		}
 	}
-	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
+	nq, hq, d := shape.Rows, shape.Heads, shape.HeadDim
 	if nq == 0 || hq == 0 || d == 0 {
 		return nil
 	}
 	keyPos := mask.KeyPositions()
-	group := hq / hkv
 	qs, ks, vs, out := q.F32(), k.F32(), v.F32(), dst.F32()
 	dot, axpy := dotF32, axpyF32
 	if b.simd {
 		dot, axpy = dotSIMD, axpySIMD
 	}
 	var blind atomic.Int64 // first row that saw no key, plus one
+	if nq >= attnBlockMinRows {
+		b.attentionBlocked(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, &blind)
+	} else {
+		b.attentionRows(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, &blind)
+	}
+	if r := blind.Load(); r != 0 {
+		return fmt.Errorf("cpu attention: query row %d (position %d) sees no key", r-1, mask.QueryStart+int(r-1))
+	}
+	return nil
+}
+
+// attentionRows is the decode form of Attention: one job per (query row,
+// head), each one pass over its keys with an online softmax.
+func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
+	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), blind *atomic.Int64) {
+	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
+	group := hq / hkv
 	b.pool.split(nq*hq, 1, func(lo, hi int) {
 		scores := make([]float32, attnBlock)
 		acc := make([]float32, d)
@@ -104,12 +120,153 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 			}
 		}
 	})
-	if r := blind.Load(); r != 0 {
-		return fmt.Errorf("cpu attention: query row %d (position %d) sees no key", r-1, mask.QueryStart+int(r-1))
-	}
-	return nil
 }
 
 // attnBlock is how many keys Attention scores before updating its running
 // softmax state.
 const attnBlock = 64
+
+// attnBlockMinRows is the chunk length from which Attention shares each
+// key and value row between several query vectors (prefill); shorter
+// chunks (decode) keep one job per (row, head) so every core has work.
+const attnBlockMinRows = 4
+
+// attnQueries is how many query vectors (rows × heads of one KV group) a
+// blocked attention job carries: their accumulators (attnQueries × d
+// floats) and scores stay in L1 while each key and value row is read once
+// per job instead of once per query vector.
+const attnQueries = 16
+
+// attentionBlocked is the prefill form of Attention. A job is a block of
+// query rows and one KV head; it walks the keys in blocks of attnBlock,
+// scores every key against all the job's query vectors (the grouped heads
+// of each row) while that key row is in L1, then adds each value row to
+// all their accumulators. Every query vector sees exactly the arithmetic
+// of the one-job-per-(row, head) form, in the same order (same dot and
+// axpy kernels, same blocks, same running max and sum), so the results are
+// bit-identical to it; only the memory traffic changes.
+func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
+	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), blind *atomic.Int64) {
+	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
+	group := hq / hkv
+	pv := pvF32
+	if b.simd {
+		pv = pvSIMD
+	}
+	rowsPer := max(1, attnQueries/group)
+	blocks := (nq + rowsPer - 1) / rowsPer
+	jobs := blocks * hkv
+	negInf := float32(math.Inf(-1))
+	// More ranges than threads: later rows of a causal chunk see more keys,
+	// and free threads claim the remaining ranges.
+	b.pool.splitParts(jobs, 1, 4*(b.pool.helpers+1), func(lo, hi int) {
+		nv := rowsPer * group
+		scores := make([]float32, nv*attnBlock)
+		acc := make([]float32, nv*d)
+		ms := make([]float32, nv)
+		ls := make([]float32, nv)
+		bms := make([]float32, nv)
+		for job := lo; job < hi; job++ {
+			r0, kh := (job/hkv)*rowsPer, job%hkv
+			rows := min(rowsPer, nq-r0)
+			nv := rows * group
+			// Query vector i is row r0+i/group, head kh*group+i%group.
+			qoff := func(i int) int { return ((r0+i/group)*hq + kh*group + i%group) * d }
+			for i := 0; i < nv; i++ {
+				ms[i], ls[i] = negInf, 0
+			}
+			clear(acc[:nv*d])
+			for j0 := 0; j0 < nk; j0 += attnBlock {
+				bn := min(attnBlock, nk-j0)
+				for i := 0; i < nv; i++ {
+					bms[i] = negInf
+				}
+				for jj := 0; jj < bn; jj++ {
+					j := j0 + jj
+					kp := keyPos[j]
+					krow := ks[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+					for r := 0; r < rows; r++ {
+						qpos := mask.QueryStart + r0 + r
+						masked := kp > qpos || (mask.Window > 0 && qpos-kp >= mask.Window)
+						for g := 0; g < group; g++ {
+							i := r*group + g
+							if masked {
+								scores[i*attnBlock+jj] = negInf
+								continue
+							}
+							o := qoff(i)
+							sc := scale * dot(qs[o:o+d], krow)
+							scores[i*attnBlock+jj] = sc
+							bms[i] = max(bms[i], sc)
+						}
+					}
+				}
+				any := false
+				for i := 0; i < nv; i++ {
+					bm := bms[i]
+					if math.IsInf(float64(bm), -1) {
+						continue
+					}
+					any = true
+					if bm > ms[i] {
+						if ls[i] != 0 {
+							f := expf(ms[i] - bm)
+							ls[i] *= f
+							a := acc[i*d : (i+1)*d]
+							for x := range a {
+								a[x] *= f
+							}
+						}
+						ms[i] = bm
+					}
+				}
+				if !any {
+					continue
+				}
+				// Each query vector's weights for the block (zero where
+				// masked) go to its accumulator in one pass over the value
+				// rows, key by key as in the per-row form.
+				vblk := vs[(j0*hkv+kh)*d:]
+				for i := 0; i < nv; i++ {
+					if math.IsInf(float64(bms[i]), -1) {
+						continue
+					}
+					ps := scores[i*attnBlock : i*attnBlock+bn]
+					for jj, sc := range ps {
+						if math.IsInf(float64(sc), -1) {
+							ps[jj] = 0
+							continue
+						}
+						p := expf(sc - ms[i])
+						ls[i] += p
+						ps[jj] = p
+					}
+					pv(acc[i*d:(i+1)*d], ps, vblk, hkv*d)
+				}
+			}
+			for i := 0; i < nv; i++ {
+				o := out[qoff(i) : qoff(i)+d]
+				if ls[i] == 0 {
+					blind.CompareAndSwap(0, int64(r0+i/group)+1)
+					clear(o)
+					continue
+				}
+				inv := 1 / ls[i]
+				a := acc[i*d : (i+1)*d]
+				for x := range o {
+					o[x] = a[x] * inv
+				}
+			}
+		}
+	})
+}
+
+// pvF32 computes dst += Σ_j p[j]·v[j*stride:][:len(dst)] with one axpyF32
+// per nonzero p[j], in order (the portable form of pvSIMD).
+func pvF32(dst, p, v []float32, stride int) {
+	for j, pj := range p {
+		if pj != 0 {
+			axpyF32(dst, v[j*stride:j*stride+len(dst)], pj)
+		}
+	}
+}

@@ -564,3 +564,64 @@ done:
 TEXT ·spinPause(SB), NOSPLIT, $0-0
 	PAUSE
 	RET
+
+// func pvAVX(dst, p, v *float32, vstride, keys, n int)   (n a multiple of 64)
+// dst[i] += p[j]·v[j·vstride/4 + i] for j = 0, 1, ... keys-1 in that order,
+// one FMA per term, so each element gets exactly the sums that keys calls
+// of axpyAVX would give it; the 64 accumulators stay in registers.
+TEXT ·pvAVX(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ v+16(FP), BX
+	MOVQ vstride+24(FP), R8
+	MOVQ keys+32(FP), CX
+	MOVQ n+40(FP), DX
+	SHRQ $6, DX
+	JZ   done
+	TESTQ CX, CX
+	JZ   done
+
+chunk:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ SI, R9
+	MOVQ BX, R10
+	MOVQ CX, R11
+
+key:
+	VBROADCASTSS (R9), Y8
+	VFMADD231PS  (R10), Y8, Y0
+	VFMADD231PS  32(R10), Y8, Y1
+	VFMADD231PS  64(R10), Y8, Y2
+	VFMADD231PS  96(R10), Y8, Y3
+	VFMADD231PS  128(R10), Y8, Y4
+	VFMADD231PS  160(R10), Y8, Y5
+	VFMADD231PS  192(R10), Y8, Y6
+	VFMADD231PS  224(R10), Y8, Y7
+	ADDQ         $4, R9
+	ADDQ         R8, R10
+	DECQ         R11
+	JNZ          key
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $256, DI
+	ADDQ    $256, BX
+	DECQ    DX
+	JNZ     chunk
+
+done:
+	VZEROUPPER
+	RET

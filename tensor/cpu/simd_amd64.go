@@ -53,6 +53,9 @@ func dotx4AVX(w, x *float32, xstride, n int, out *float32)
 func axpyAVX(dst, src *float32, a float32, n int)
 
 //go:noescape
+func pvAVX(dst, p, v *float32, vstride, keys, n int)
+
+//go:noescape
 func cvtBF16AVX(dst *float32, src *uint16, n int)
 
 //go:noescape
@@ -129,6 +132,26 @@ func axpySIMD(dst, src []float32, a float32) {
 	}
 	for i := m; i < n; i++ {
 		dst[i] += a * src[i]
+	}
+}
+
+// pvSIMD computes dst += Σ_j p[j]·v[j*stride:][:len(dst)] over j in
+// order; the sums are exactly those of one axpySIMD call per j (a zero
+// p[j] adds exactly nothing to finite values).
+func pvSIMD(dst, p, v []float32, stride int) {
+	n, keys := len(dst), len(p)
+	if keys == 0 || n == 0 {
+		return
+	}
+	_ = v[(keys-1)*stride+n-1]
+	m := n &^ 63
+	if m > 0 {
+		pvAVX(&dst[0], &p[0], &v[0], stride*4, keys, m)
+	}
+	if m < n {
+		for j, pj := range p {
+			axpySIMD(dst[m:], v[j*stride+m:j*stride+n], pj)
+		}
 	}
 }
 
