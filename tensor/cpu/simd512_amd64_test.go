@@ -104,9 +104,12 @@ func TestMatMul512Tiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
 	be := newBackendLevel(1, levelAVX512)
 	defer be.Close()
+	be3 := newBackendLevel(3, levelAVX512)
+	defer be3.Close()
 	for _, c := range []struct{ n, in, out, bits, gs int }{
 		{7, 8192, 301, 8, 64}, {11, 4224, 133, 4, 32}, {6, 8192, 67, 8, 128},
 		{16, 2048, 37, 4, 64}, {45, 4096, 61, 4, 128}, {33, 1024, 25, 8, 32}, {70, 8192, 13, 4, 64},
+		{300, 256, 6000, 4, 64}, // two spans of tiles per worker, the last one partial
 	} {
 		m, err := tensor.QuantizeAffine(randF32(rng, c.out*c.in, 0.05), c.out, c.in, c.bits, c.gs, tensor.BF16)
 		if err != nil {
@@ -119,5 +122,16 @@ func TestMatMul512Tiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t, "matmul512", dst.F32(), refMatMul(xv, wd, c.n, c.in, c.out), 1e-4, 1e-4)
+		// Three threads build the x panels and write the tiles out in
+		// parallel; every element is the same sum in the same order.
+		dst3 := be3.Alloc(c.n, c.out)
+		if err := be3.MatMul(dst3, mustT(t, xv, c.n, c.in), m); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range dst3.F32() {
+			if v != dst.F32()[i] {
+				t.Fatalf("n=%d in=%d out=%d: element %d is %v on 3 threads, %v on 1", c.n, c.in, c.out, i, v, dst.F32()[i])
+			}
+		}
 	}
 }
