@@ -350,22 +350,22 @@ func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
 	// Panels are independent: every thread builds some (a serial
 	// transposition left the other core idle for ~6% of a prefill).
 	b.pool.split(panels, 1, func(lo, hi int) {
-		rowBuf := b.getBuf(in)
+		rowBuf := b.getBuf(16 * in)
 		defer b.putBuf(rowBuf)
-		row := *rowBuf
-		for r := lo * 16; r < hi*16; r++ {
-			switch {
-			case r >= n:
-				clear(row)
-			case bits == 4:
-				permute32(row, x[r*in:(r+1)*in])
-			default:
-				copy(row, x[r*in:(r+1)*in])
+		rows := *rowBuf
+		for p := lo; p < hi; p++ {
+			for rr := 0; rr < 16; rr++ {
+				r, row := p*16+rr, rows[rr*in:(rr+1)*in]
+				switch {
+				case r >= n:
+					clear(row)
+				case bits == 4:
+					permute32(row, x[r*in:(r+1)*in])
+				default:
+					copy(row, x[r*in:(r+1)*in])
+				}
 			}
-			panel := xt[r/16*pst : r/16*pst+in*16]
-			for k, v := range row {
-				panel[k*16+r%16] = v
-			}
+			interleave16(xt[p*pst:p*pst+in*16], rows, in)
 		}
 	})
 	tile := max(12, (256<<10)/(in*4)/12*12)
@@ -451,5 +451,21 @@ func tileOutBlock(dst, c []float32, n, out, t0, rows, nPad int) {
 		for j := range drow {
 			drow[j] = c[j*nPad+r]
 		}
+	}
+}
+
+// interleave16 writes panel[k*16+r] = rows[r*in+k] for r < 16, k < in:
+// one whole 64-byte line of the panel per k.
+func interleave16(panel, rows []float32, in int) {
+	r0, r1, r2, r3 := rows[0*in:1*in], rows[1*in:2*in], rows[2*in:3*in], rows[3*in:4*in]
+	r4, r5, r6, r7 := rows[4*in:5*in], rows[5*in:6*in], rows[6*in:7*in], rows[7*in:8*in]
+	r8, r9, r10, r11 := rows[8*in:9*in], rows[9*in:10*in], rows[10*in:11*in], rows[11*in:12*in]
+	r12, r13, r14, r15 := rows[12*in:13*in], rows[13*in:14*in], rows[14*in:15*in], rows[15*in:16*in]
+	for k := range r0 {
+		d := panel[k*16 : k*16+16 : k*16+16]
+		d[0], d[1], d[2], d[3] = r0[k], r1[k], r2[k], r3[k]
+		d[4], d[5], d[6], d[7] = r4[k], r5[k], r6[k], r7[k]
+		d[8], d[9], d[10], d[11] = r8[k], r9[k], r10[k], r11[k]
+		d[12], d[13], d[14], d[15] = r12[k], r13[k], r14[k], r15[k]
 	}
 }
