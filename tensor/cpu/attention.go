@@ -166,14 +166,15 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 		ms := make([]float32, nv)
 		ls := make([]float32, nv)
 		bms := make([]float32, nv)
+		qofs := make([]int, nv)
 		for job := lo; job < hi; job++ {
 			r0, kh := (job/hkv)*rowsPer, job%hkv
 			rows := min(rowsPer, nq-r0)
 			nv := rows * group
 			// Query vector i is row r0+i/group, head kh*group+i%group.
-			qoff := func(i int) int { return ((r0+i/group)*hq + kh*group + i%group) * d }
 			for i := 0; i < nv; i++ {
 				ms[i], ls[i] = negInf, 0
+				qofs[i] = ((r0+i/group)*hq + kh*group + i%group) * d
 			}
 			clear(acc[:nv*d])
 			for j0 := 0; j0 < nk; j0 += attnBlock {
@@ -194,7 +195,7 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 								scores[i*attnBlock+jj] = negInf
 								continue
 							}
-							o := qoff(i)
+							o := qofs[i]
 							sc := scale * dot(qs[o:o+d], krow)
 							scores[i*attnBlock+jj] = sc
 							bms[i] = max(bms[i], sc)
@@ -245,7 +246,7 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 				}
 			}
 			for i := 0; i < nv; i++ {
-				o := out[qoff(i) : qoff(i)+d]
+				o := out[qofs[i] : qofs[i]+d]
 				if ls[i] == 0 {
 					blind.CompareAndSwap(0, int64(r0+i/group)+1)
 					clear(o)
