@@ -149,9 +149,9 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), blind *atomic.Int64) {
 	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
 	group := hq / hkv
-	pv := pvF32
+	pv, dot2 := pvF32, dot2F32
 	if b.simd {
-		pv = pvSIMD
+		pv, dot2 = pvSIMD, dot2SIMD
 	}
 	rowsPer := max(1, attnQueries/group)
 	blocks := (nq + rowsPer - 1) / rowsPer
@@ -189,12 +189,23 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 					for r := 0; r < rows; r++ {
 						qpos := mask.QueryStart + r0 + r
 						masked := kp > qpos || (mask.Window > 0 && qpos-kp >= mask.Window)
-						for g := 0; g < group; g++ {
-							i := r*group + g
-							if masked {
+						if masked {
+							for i := r * group; i < (r+1)*group; i++ {
 								scores[i*attnBlock+jj] = negInf
-								continue
 							}
+							continue
+						}
+						g := 0
+						for ; g+2 <= group; g += 2 {
+							i := r*group + g
+							o0, o1 := qofs[i], qofs[i+1]
+							d0, d1 := dot2(qs[o0:o0+d], qs[o1:o1+d], krow)
+							s0, s1 := scale*d0, scale*d1
+							scores[i*attnBlock+jj], scores[(i+1)*attnBlock+jj] = s0, s1
+							bms[i], bms[i+1] = max(bms[i], s0), max(bms[i+1], s1)
+						}
+						for ; g < group; g++ {
+							i := r*group + g
 							o := qofs[i]
 							sc := scale * dot(qs[o:o+d], krow)
 							scores[i*attnBlock+jj] = sc
@@ -270,4 +281,10 @@ func pvF32(dst, p, v []float32, stride int) {
 			axpyF32(dst, v[j*stride:j*stride+len(dst)], pj)
 		}
 	}
+}
+
+// dot2F32 returns dotF32(q0, k) and dotF32(q1, k) (the portable form of
+// dot2SIMD).
+func dot2F32(q0, q1, k []float32) (float32, float32) {
+	return dotF32(q0, k), dotF32(q1, k)
 }

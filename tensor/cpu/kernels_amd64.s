@@ -625,3 +625,56 @@ key:
 done:
 	VZEROUPPER
 	RET
+
+// func dot2AVX(k, q0, q1 *float32, n int, out *float32)   (n a multiple of 32)
+// out[0] = q0·k, out[1] = q1·k, each summed exactly as dotAVX(q, k, n)
+// sums it (same accumulators, same reduction), with k loaded once.
+TEXT ·dot2AVX(SB), NOSPLIT, $0-40
+	MOVQ   k+0(FP), SI
+	MOVQ   q0+8(FP), DI
+	MOVQ   q1+16(FP), DX
+	MOVQ   n+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SHRQ   $5, CX
+	JZ     done
+
+loop:
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	VFMADD231PS (DX), Y4, Y8
+	VFMADD231PS 32(DX), Y5, Y9
+	VFMADD231PS 64(DX), Y6, Y10
+	VFMADD231PS 96(DX), Y7, Y11
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	ADDQ        $128, DX
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM(Y0, X0, X1)
+	VADDPS Y9, Y8, Y8
+	VADDPS Y11, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	HSUM(Y8, X8, X9)
+	MOVQ   out+32(FP), AX
+	VMOVSS X0, (AX)
+	VMOVSS X8, 4(AX)
+	VZEROUPPER
+	RET

@@ -53,6 +53,9 @@ func dotx4AVX(w, x *float32, xstride, n int, out *float32)
 func axpyAVX(dst, src *float32, a float32, n int)
 
 //go:noescape
+func dot2AVX(k, q0, q1 *float32, n int, out *float32)
+
+//go:noescape
 func pvAVX(dst, p, v *float32, vstride, keys, n int)
 
 //go:noescape
@@ -133,6 +136,23 @@ func axpySIMD(dst, src []float32, a float32) {
 	for i := m; i < n; i++ {
 		dst[i] += a * src[i]
 	}
+}
+
+// dot2SIMD returns dotSIMD(q0, k) and dotSIMD(q1, k), bit for bit, reading
+// k once.
+func dot2SIMD(q0, q1, k []float32) (float32, float32) {
+	n := len(k)
+	q0, q1 = q0[:n], q1[:n]
+	m := n &^ 31
+	var out [2]float32
+	if m > 0 {
+		dot2AVX(&k[0], &q0[0], &q1[0], m, &out[0])
+	}
+	for i := m; i < n; i++ {
+		out[0] += q0[i] * k[i]
+		out[1] += q1[i] * k[i]
+	}
+	return out[0], out[1]
 }
 
 // pvSIMD computes dst += Σ_j p[j]·v[j*stride:][:len(dst)] over j in

@@ -28,6 +28,8 @@ func dot4SIMD(out *[4]float32, w, x []float32, stride int) {
 
 func axpySIMD(dst, src []float32, a float32) { axpyF32(dst, src, a) }
 
+func dot2SIMD(q0, q1, k []float32) (float32, float32) { return dot2F32(q0, q1, k) }
+
 func pvSIMD(dst, p, v []float32, stride int) { pvF32(dst, p, v, stride) }
 
 func cvtSIMD(dst []float32, src []uint16, f16 bool) {
