@@ -5,8 +5,13 @@
 //   - backend.go, ops.go, attention.go, matmul.go: every Backend op, with
 //     shape and dtype checks that return errors (never panics). Attention
 //     uses absolute-position masks (tensor.Mask, built by kvcache), grouped
-//     query heads and an online softmax, one pass over the keys per
-//     (query row, head).
+//     query heads and an online softmax: for decode one pass over the keys
+//     per (query row, head); for chunks of 4 rows or more one pass per
+//     (block of rows, KV head), each key and value row read once for all
+//     the block's query vectors (up to 16: rows x grouped heads), scores
+//     two query vectors per key load (dot2AVX) and values added with
+//     register accumulators (pvAVX). Both forms do the same float
+//     operations in the same order, so they agree bit for bit (tested).
 //   - pool.go: the worker pool each Backend owns (no package-level state).
 //     Ops split their rows over the caller and whichever helpers are free;
 //     a helper that is busy is never waited for. Close stops the helpers;
@@ -80,6 +85,21 @@
 //	  token; RMSNorm weight decoding, scalar tanh and Add/Mul closures were
 //	  most of the rest), roofline 0.69 of the bandwidth measured in the
 //	  same run (42 GB/s); prefill of 128 tokens 46 -> 71 tok/s
+//	Long-prompt prefill, `mlxchat bench /tmp/e2b --prompt-lens 512,2048
+//	--decode 8` (chunk 512), tok/s, before -> after the blocked attention,
+//	parallel x panels and span-wise result write-out; two pairs of runs
+//	at load average 0.9-1.8, so other work took part of a core:
+//	  512 tokens   44.4 / 60.1  ->  59.4 / 62.8
+//	  2048 tokens  41.0 / 51.1  ->  60.6 / 61.0
+//	Where a 1024-token prefill (2 chunks of 512) spends its CPU time now
+//	(BenchmarkE2BPrefillLong, pprof): sgemm12x32 ~70% (it runs at the
+//	kernel's own ~180 GFLOP/s per core, ~3.75 GFLOP a token), attention
+//	~12% (50-55 GFLOP/s on a 512-row chunk after 1536 keys, was 33-43),
+//	writing tile results into dst ~3% (was ~5%), building x panels ~3%
+//	(was ~5.5%, serial), weight tile dequantization ~2%, RMSNorm, AltUp
+//	stream mixing and the other elementwise ops ~5% together. Prefill is
+//	therefore bound by the FMA kernel: ~95 tok/s would be the limit at
+//	358 GFLOP/s with nothing else.
 //
 // So decode matvecs run at 0.75-1.0 of the bandwidth measured in the same
 // run on both 1 and 2 cores, and on a quiet machine the large ones reach
