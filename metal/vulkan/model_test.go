@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mlxchat/kvcache"
+	"mlxchat/metal/gpu"
 	"mlxchat/models"
 	"mlxchat/models/synth"
 	"mlxchat/tensor"
@@ -57,23 +58,7 @@ func forward(t testing.TB, m models.Model, prompt []int32, decode int) [][]float
 // the logits of a chunked prefill and of greedy decode past the window.
 func TestTinyGemma3n(t *testing.T) {
 	g, _ := open(t)
-	dir := t.TempDir()
-	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	c := cpu.New(2)
-	defer c.Close()
-	load := func(be tensor.Backend) models.Model {
-		m, err := models.Load(dir, be)
-		if err != nil {
-			t.Fatalf("%s: %v", be.Name(), err)
-		}
-		if cl, ok := m.(io.Closer); ok {
-			t.Cleanup(func() { cl.Close() })
-		}
-		return m
-	}
-	mc, mg := load(c), load(g)
+	mc, mg := tinyModelPair(t, g, 3)
 	st0 := g.Stats()
 	prompt := make([]int32, 24)
 	for i := range prompt {
@@ -188,28 +173,7 @@ func TestE2BDecode(t *testing.T) {
 // and the logits still match tensor/cpu.
 func TestTinyGemma3nOneSyncPerForward(t *testing.T) {
 	g, _ := open(t)
-	// Another test's checkpoint may have been mapped at the addresses
-	// this one gets: forget its uploaded weights.
-	if err := g.DropWeights(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	c := cpu.New(2)
-	defer c.Close()
-	load := func(be tensor.Backend) models.Model {
-		m, err := models.Load(dir, be)
-		if err != nil {
-			t.Fatalf("%s: %v", be.Name(), err)
-		}
-		if cl, ok := m.(io.Closer); ok {
-			t.Cleanup(func() { cl.Close() })
-		}
-		return m
-	}
-	mc, mg := load(c), load(g)
+	mc, mg := tinyModelPair(t, g, 5)
 	opts := kvcache.DefaultOptions()
 	opts.MaxKV, opts.Sink, opts.Step = 32, 4, 8
 	prompt := make([]int32, 40) // 5x the tiny model's sliding window of 8
@@ -285,4 +249,32 @@ func TestTinyGemma3nOneSyncPerForward(t *testing.T) {
 	}
 	last := got[len(got)-1]
 	t.Logf("decode step: %d dispatches, %d syncs, %d flushes, %d staged bytes", last.dispatchs, last.syncs, last.flushes, last.staged)
+}
+
+// tinyModelPair writes a tiny 4-bit Gemma 3n (sliding and KV-shared
+// layers) with the given seed and loads it on tensor/cpu and on g. The
+// backend first forgets uploaded weights: another test's checkpoint may
+// have been mapped at the addresses this one gets.
+func tinyModelPair(t *testing.T, g *gpu.Backend, seed uint64) (onCPU, onGPU models.Model) {
+	t.Helper()
+	if err := g.DropWeights(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	c := cpu.New(2)
+	t.Cleanup(func() { c.Close() })
+	load := func(be tensor.Backend) models.Model {
+		m, err := models.Load(dir, be)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		if cl, ok := m.(io.Closer); ok {
+			t.Cleanup(func() { cl.Close() })
+		}
+		return m
+	}
+	return load(c), load(g)
 }

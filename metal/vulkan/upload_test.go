@@ -3,16 +3,11 @@
 package vulkan
 
 import (
-	"io"
 	"math"
 	"strings"
 	"testing"
 
 	"mlxchat/kvcache"
-	"mlxchat/models"
-	"mlxchat/models/synth"
-	"mlxchat/tensor"
-	"mlxchat/tensor/cpu"
 )
 
 // TestUnchangedUploadsReused checks the upload cache of small host
@@ -86,26 +81,7 @@ func TestUnchangedUploadsReused(t *testing.T) {
 // step). The logits still match tensor/cpu.
 func TestTinyGemma3nDecodeUploads(t *testing.T) {
 	g, _ := open(t)
-	if err := g.DropWeights(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
-	c := cpu.New(2)
-	defer c.Close()
-	load := func(be tensor.Backend) models.Model {
-		m, err := models.Load(dir, be)
-		if err != nil {
-			t.Fatalf("%s: %v", be.Name(), err)
-		}
-		if cl, ok := m.(io.Closer); ok {
-			t.Cleanup(func() { cl.Close() })
-		}
-		return m
-	}
-	mc, mg := load(c), load(g)
+	mc, mg := tinyModelPair(t, g, 7)
 	info := mg.Config()
 	cc, err := mc.NewCache(kvcache.DefaultOptions())
 	if err != nil {
