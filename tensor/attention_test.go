@@ -42,3 +42,37 @@ func TestCheckAttention(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckRoPE(t *testing.T) {
+	x := New(F32, 3, 2, 8)
+	tests := []struct {
+		name          string
+		x             *Tensor
+		pos0, dims    int
+		base          float32
+		wantErrSubstr string
+	}{
+		{"ok", x, 5, 8, 1e4, ""},
+		{"partial rotation", x, 0, 4, 1e4, ""},
+		{"nil", nil, 0, 8, 1e4, "x is nil"},
+		{"rank", New(F32, 3, 16), 0, 8, 1e4, "want [n, heads, headDim]"},
+		{"odd dims", x, 0, 7, 1e4, "must be even"},
+		{"dims past head", x, 0, 10, 1e4, "must be even and in (0, 8]"},
+		{"negative position", x, -1, 8, 1e4, "negative position -1"},
+		{"zero base", x, 0, 8, 0, "must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, heads, hd, err := CheckRoPE(tc.x, tc.pos0, tc.dims, tc.base)
+			if tc.wantErrSubstr == "" {
+				if err != nil || n != 3 || heads != 2 || hd != 8 {
+					t.Fatalf("got %d %d %d, %v", n, heads, hd, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrSubstr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErrSubstr)
+			}
+		})
+	}
+}

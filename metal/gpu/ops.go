@@ -304,18 +304,12 @@ func (b *Backend) rope(x *tensor.Tensor, pos0 int, dims int, base float32) error
 	if err := checkF32("rope x", x); err != nil {
 		return err
 	}
-	if len(x.Shape) != 3 {
-		return fmt.Errorf("rope: x %s, want [n, heads, headDim]", x)
+	n, heads, hd, err := tensor.CheckRoPE(x, pos0, dims, base)
+	if err != nil {
+		return err
 	}
-	n, heads, hd := x.Shape[0], x.Shape[1], x.Shape[2]
-	if dims <= 0 || dims%2 != 0 || dims > hd {
-		return fmt.Errorf("rope: dims %d must be even and in (0, %d]", dims, hd)
-	}
-	if pos0 < 0 || pos0+n > math.MaxUint32 {
+	if pos0+n > math.MaxUint32 {
 		return fmt.Errorf("rope: position %d out of range", pos0)
-	}
-	if !(base > 0) {
-		return fmt.Errorf("rope: base %v must be positive", base)
 	}
 	half := dims / 2
 	// The inverse frequencies depend on dims and base only: computed once

@@ -285,18 +285,9 @@ func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error
 	if err := checkF32("rope", "x", x); err != nil {
 		return err
 	}
-	if len(x.Shape) != 3 {
-		return fmt.Errorf("cpu rope: x %s, want [n, heads, headDim]", x)
-	}
-	n, heads, hd := x.Shape[0], x.Shape[1], x.Shape[2]
-	if dims <= 0 || dims%2 != 0 || dims > hd {
-		return fmt.Errorf("cpu rope: dims %d must be even and in (0, %d]", dims, hd)
-	}
-	if pos0 < 0 {
-		return fmt.Errorf("cpu rope: negative position %d", pos0)
-	}
-	if !(base > 0) {
-		return fmt.Errorf("cpu rope: base %g must be positive", base)
+	n, heads, hd, err := tensor.CheckRoPE(x, pos0, dims, base)
+	if err != nil {
+		return fmt.Errorf("cpu %w", err)
 	}
 	half := dims / 2
 	invFreq := make([]float32, half)
