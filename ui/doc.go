@@ -86,8 +86,11 @@
 // into that file (other keys kept, atomic rename). Conversations are autosaved (atomically: temp file + rename) to
 // $XDG_STATE_HOME/mlxchat/conversations/<start time>.json after every user
 // message, every answer, every paste into the editor, every few seconds
-// while the draft changes, and on every exit path (quit, signal, ctx end, a
-// recovered panic), draft and collapsed pastes included. /save FILE and
+// while the draft or a streaming answer grows, and on every exit path (quit,
+// SIGHUP, SIGINT, SIGTERM, SIGQUIT, ctx end, a recovered panic), draft and
+// collapsed pastes included. An answer still streaming is saved with
+// "partial": true and "note": "interrupted", and shows as
+// "partial · interrupted" when loaded. /save FILE and
 // /load FILE use that folder for bare names. The input history is
 // $XDG_STATE_HOME/mlxchat/history.json.
 package ui

@@ -200,9 +200,7 @@ func (m *model) loadFile(name string) error {
 			}
 		} else {
 			t.kind = turnAssistant
-			if sm.Partial {
-				t.note = "partial"
-			}
+			t.note = loadedNote(sm)
 		}
 		m.turns = append(m.turns, t)
 	}

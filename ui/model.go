@@ -40,6 +40,8 @@ type (
 	flashOffMsg  struct{ seq int }
 	quitDisarm   struct{ seq int }
 	draftSaveMsg struct{}
+	// signalMsg is sent by Run on SIGHUP, SIGINT, SIGTERM or SIGQUIT.
+	signalMsg struct{}
 )
 
 // waitEvents blocks for the next engine event and then takes whatever else is
@@ -154,6 +156,9 @@ type model struct {
 	histIdx   int // len(history) = editing a new entry
 	histDraft historyEntry
 	lastDraft string
+	// lastStreamed is the length of the streaming answer at the last
+	// snapshot, so the periodic save also keeps what streamed since.
+	lastStreamed int
 
 	gen       *generation
 	meter     meterState
@@ -373,6 +378,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var c tea.Cmd
 		m.vp, c = m.vp.Update(msg)
 		cmds = append(cmds, c)
+	case signalMsg:
+		m.quit()
 	case tea.KeyMsg:
 		cmds = append(cmds, m.handleKey(msg))
 	default:
@@ -545,6 +552,10 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 }
 
 const quitHint = "press Ctrl+C again to quit"
+
+// noteInterrupted marks an answer saved while it was still streaming (the
+// chat quit, got a signal, or was killed before the answer ended).
+const noteInterrupted = "interrupted"
 
 // handleKey handles a key press.
 func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
@@ -807,9 +818,10 @@ func (m *model) quit() {
 	m.quitting = true
 }
 
-// finish saves the draft and the conversation.
+// finish saves the conversation as it is now: the draft, and an answer
+// still streaming as a partial answer marked "interrupted".
 func (m *model) finish() {
-	m.saveDraft(false)
+	m.record(false)
 	_ = m.saver.flush() // Run flushes again and reports errors
 }
 
@@ -830,12 +842,14 @@ func (m *model) snapshot() conversationFile {
 			}
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
-			content := t.content
-			partial := t.partial
+			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note)}
 			if t.stream != nil {
-				content, partial = t.stream.text, true
+				if t.stream.text == "" {
+					continue // nothing streamed yet: the question stays unanswered
+				}
+				sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted
 			}
-			c.Messages = append(c.Messages, savedMessage{Role: engine.RoleAssistant, Content: content, Partial: partial})
+			c.Messages = append(c.Messages, sm)
 		}
 	}
 	c.Draft = m.ta.Value()
@@ -843,24 +857,55 @@ func (m *model) snapshot() conversationFile {
 	return c
 }
 
+// loadedNote is the label note of a loaded answer: "partial", with the
+// reason it ended when the file gives one ("partial · interrupted").
+func loadedNote(sm savedMessage) string {
+	if !sm.Partial {
+		return ""
+	}
+	if n := savedNote(sm.Note); n != "" {
+		return "partial · " + n
+	}
+	return "partial"
+}
+
+// savedNote is the reason a partial answer ended, without the "partial"
+// that loadedNote adds for display.
+func savedNote(note string) string {
+	note = strings.TrimPrefix(note, "partial")
+	return strings.TrimPrefix(note, " · ")
+}
+
 // autosave writes the conversation now.
 func (m *model) autosave() {
+	m.record(true)
+}
+
+// record hands the saver a fresh snapshot; write forces a write now.
+func (m *model) record(write bool) {
 	m.lastDraft = m.ta.Value()
-	if err := m.saver.set(m.snapshot(), true); err != nil {
+	m.lastStreamed = m.streamedLen()
+	if err := m.saver.set(m.snapshot(), write); err != nil {
 		m.setError(err)
 	}
 }
 
-// saveDraft records the draft; write forces a write now (after a paste).
+// saveDraft records the conversation when the draft or the streaming
+// answer changed since the last snapshot; write forces a write now (after a
+// paste).
 func (m *model) saveDraft(write bool) {
-	v := m.ta.Value()
-	if v == m.lastDraft && !write {
+	if !write && m.ta.Value() == m.lastDraft && m.streamedLen() == m.lastStreamed {
 		return
 	}
-	m.lastDraft = v
-	if err := m.saver.set(m.snapshot(), write); err != nil {
-		m.setError(err)
+	m.record(write)
+}
+
+// streamedLen is the length of the answer streaming now (0 if none).
+func (m *model) streamedLen() int {
+	if m.gen == nil || m.turns[m.gen.turn].stream == nil {
+		return 0
 	}
+	return len(m.turns[m.gen.turn].stream.text)
 }
 
 func (m *model) setNotice(s string) {

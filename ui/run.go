@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -71,10 +73,13 @@ type Options struct {
 	Inline bool
 }
 
-// Run shows the chat until the user quits, ctx ends, or the engine fails to
-// load. The conversation is autosaved after every user message and every
-// answer, and once more on every exit path (a panic in the UI included).
-// A quit by the user returns nil.
+// Run shows the chat until the user quits, ctx ends, a signal arrives, or
+// the engine fails to load. The conversation is autosaved after every user
+// message and every answer, every few seconds while a draft or an answer
+// grows, and once more on every exit path (a panic in the UI included); an
+// answer still streaming is saved as a partial answer. SIGHUP (the terminal
+// closed), SIGINT, SIGTERM and SIGQUIT save and end the chat like a quit.
+// A quit by the user or a signal returns nil.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Engine == nil {
 		return errors.New("ui.Run: Options.Engine is nil")
@@ -141,14 +146,17 @@ func Run(ctx context.Context, opts Options) error {
 		popts = append(popts, tea.WithOutput(opts.Output))
 	}
 	p := tea.NewProgram(m, popts...)
-	_, runErr := p.Run()
+	runErr, settled := runProgram(ctx, p)
 	// Every exit path saves: quit, ctx end, signal, or a recovered panic
 	// (the model may then be half-updated, so a failure to snapshot it
-	// leaves the last good snapshot to be written).
-	func() {
-		defer func() { _ = recover() }()
-		m.saveDraft(false)
-	}()
+	// leaves the last good snapshot to be written). An answer still
+	// streaming is saved as a partial answer marked "interrupted".
+	if settled {
+		func() {
+			defer func() { _ = recover() }()
+			m.record(false)
+		}()
+	}
 	saveErr := m.saver.flush()
 	if p := m.saver.currentPath(); opts.Report != nil && p != "" && saveErr == nil {
 		if _, err := os.Stat(p); err == nil {
@@ -156,6 +164,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	switch {
+	case errors.Is(runErr, errSignal):
+		return errors.Join(saveErr)
 	case ctx.Err() != nil:
 		// The caller ended the session; the engine may have closed first.
 		return errors.Join(ctx.Err(), saveErr)
@@ -172,4 +182,61 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("autosave: %w", saveErr)
 	}
 	return nil
+}
+
+// errSignal is runProgram's error when a signal ended the chat.
+var errSignal = errors.New("stopped by a signal")
+
+// exitGrace is how long runProgram waits for the program to end after a
+// signal or ctx end before it gives up on it (a hung UI loop must not keep
+// the process, and the last snapshot, from being saved).
+const exitGrace = 3 * time.Second
+
+// runProgram runs p until it ends. SIGHUP, SIGINT, SIGTERM and SIGQUIT
+// quit it the way /quit does (saving first); the returned error is then
+// errSignal. settled reports that p.Run returned, so the model may be read;
+// when p does not end within exitGrace of a signal or of ctx ending, it is
+// left running and settled is false.
+func runProgram(ctx context.Context, p *tea.Program) (err error, settled bool) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run()
+		done <- err
+	}()
+	var signalled bool
+	var grace <-chan time.Time
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case err := <-done:
+			// After a signal the terminal may be gone (SIGHUP), so a read
+			// or write error is part of the signal, not a failure.
+			if signalled && !errors.Is(err, tea.ErrProgramPanic) {
+				err = errSignal
+			}
+			return err, true
+		case <-sigs:
+			if !signalled {
+				signalled = true
+				p.Send(signalMsg{})
+			}
+			if grace == nil {
+				grace = time.After(exitGrace)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if grace == nil {
+				grace = time.After(exitGrace)
+			}
+		case <-grace:
+			p.Kill()
+			if signalled {
+				return errSignal, false
+			}
+			return ctx.Err(), false
+		}
+	}
 }

@@ -21,8 +21,13 @@ type savedMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 	Display string `json:"display,omitempty"`
-	// Partial marks an answer stopped by Esc or an error.
+	// Partial marks an answer that did not end by itself: stopped by Esc,
+	// cut by /max, failed, or saved while it was still streaming.
 	Partial bool `json:"partial,omitempty"`
+	// Note says why a partial answer ended: "stopped", "max tokens",
+	// "failed", "repeating", or "interrupted" (the chat ended or was
+	// killed while the answer streamed).
+	Note string `json:"note,omitempty"`
 }
 
 // conversationFile is the JSON layout of a saved conversation (autosave,
