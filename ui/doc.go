@@ -93,4 +93,16 @@
 // "partial · interrupted" when loaded. /save FILE and
 // /load FILE use that folder for bare names. The input history is
 // $XDG_STATE_HOME/mlxchat/history.json.
+//
+// A conversation's file is named from its start time when it is first
+// written and created exclusively then (O_EXCL; "-2", "-3"... when taken),
+// so chats started in the same second never share one. A state dir that
+// cannot be used (a regular file, read-only, full) is reported once on the
+// notice line and replaced by a folder under the system's temporary
+// directory (or memory only, if that fails too); a save that fails later
+// moves the conversation there once, saying where. At start, temporary
+// files that a killed session left in the state dir (".NAME.tmp-PID-N"
+// whose process is gone, or older than an hour) are removed. An error
+// notice wraps to up to three lines; a longer one shows its cause first
+// ("no space left on device — autosave: ...").
 package ui

@@ -124,7 +124,7 @@ func (m *model) clear() {
 	m.turns = nil
 	m.created = m.now()
 	if m.convDir != "" && *m.cfg.Autosave {
-		m.saver.setPath(newConversationPath(m.convDir, m.created))
+		m.saver.start(m.convDir, m.created)
 	}
 	m.meter.Live, m.meter.Seen, m.meter.Trimmed = 0, 0, 0
 	m.stats = nil
@@ -135,15 +135,24 @@ func (m *model) clear() {
 
 // save writes the conversation to name (or the autosave file).
 func (m *model) save(name string) error {
-	path := m.saver.currentPath()
-	if name != "" {
-		path = resolveConversationPath(m.convDir, name)
-		if m.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
-			path = name
+	if name == "" {
+		if m.saver.folder() == "" {
+			return fmt.Errorf("/save: autosave is off, expected a FILE name")
 		}
+		m.record(true)
+		path := m.saver.currentPath()
+		if path == "" {
+			return fmt.Errorf("/save: nothing to save yet (no message, draft or system prompt)")
+		}
+		if err := m.saver.flush(); err != nil {
+			return fmt.Errorf("/save: %w", err)
+		}
+		m.setNotice("saved to " + m.saver.currentPath())
+		return nil
 	}
-	if path == "" {
-		return fmt.Errorf("/save: autosave is off, expected a FILE name")
+	path := resolveConversationPath(m.convDir, name)
+	if m.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
+		path = name
 	}
 	if err := saveConversation(path, m.snapshot()); err != nil {
 		return fmt.Errorf("/save: %w", err)
@@ -221,9 +230,9 @@ func (m *model) loadFile(name string) error {
 	}
 	if m.convDir != "" && *m.cfg.Autosave {
 		if abs, err := filepath.Abs(path); err == nil && filepath.Dir(abs) == filepath.Clean(m.convDir) {
-			m.saver.setPath(abs)
+			m.saver.adopt(abs)
 		} else {
-			m.saver.setPath(newConversationPath(m.convDir, m.now()))
+			m.saver.start(m.convDir, m.now())
 		}
 	}
 	m.setNotice(fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path))

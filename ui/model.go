@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -126,11 +128,16 @@ type model struct {
 	theme     themes.Theme
 	md        *markdown
 	saver     *autosaver
-	stateDir  string
-	convDir   string
+	stateDir  string // where history.json goes ("" = nowhere)
+	convDir   string // where conversations go ("" = nowhere)
 	histPath  string
-	now       func() time.Time
-	events    <-chan engine.Event
+	// stateWarning says why the state dir given was not used (shown once).
+	stateWarning string
+	// saveErr is the last save error shown, so a save that keeps failing
+	// the same way is reported once, not on every tick.
+	saveErr string
+	now     func() time.Time
+	events  <-chan engine.Event
 
 	width, height int
 	ready         bool
@@ -168,8 +175,12 @@ type model struct {
 	stats     *engine.Stats
 	decodeTPS float64
 
-	notice      string
-	noticeErr   bool
+	notice    string
+	noticeErr bool
+	// noticeCause is the innermost cause of an error notice ("no space
+	// left on device"); when the notice is too wide it is shown first.
+	noticeCause string
+	noticeH     int // lines the notice area has in the layout
 	completions []string
 	quitArmed   bool
 	quitSeq     int
@@ -224,11 +235,15 @@ func newModel(c modelConfig) (*model, error) {
 	}
 	m.meter.Max = c.settings.MaxKV
 	if c.stateDir != "" {
-		m.convDir = filepath.Join(c.stateDir, "conversations")
-		m.histPath = filepath.Join(c.stateDir, "history.json")
-		if *m.cfg.Autosave {
-			m.saver.setPath(newConversationPath(m.convDir, m.created))
+		d := prepareStateDir(c.stateDir)
+		m.stateDir, m.convDir = d.root, d.conversations
+		if d.root != "" {
+			m.histPath = filepath.Join(d.root, "history.json")
 		}
+		if *m.cfg.Autosave && d.conversations != "" {
+			m.saver.start(m.convDir, m.created)
+		}
+		m.stateWarning = d.warning
 	}
 	m.ta = textarea.New()
 	m.ta.ShowLineNumbers = false
@@ -249,6 +264,9 @@ func newModel(c modelConfig) (*model, error) {
 		return nil, err
 	}
 	m.layout()
+	if m.stateWarning != "" {
+		m.setError(errors.New(m.stateWarning))
+	}
 	return m, nil
 }
 
@@ -364,9 +382,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case draftSaveMsg:
 		m.saveQueued = false
 		m.saveDraft(false)
-		if err := m.saver.flush(); err != nil {
-			m.setError(err)
-		}
+		m.saveFailed(m.saver.flush())
 		cmds = append(cmds, m.scheduleDraftSave())
 	case spinner.TickMsg:
 		if !m.ready {
@@ -390,6 +406,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if m.quitting {
 		return m, tea.Quit
 	}
+	m.fitNotice()
 	cmds = append(cmds, m.scheduleFrame())
 	return m, tea.Batch(cmds...)
 }
@@ -885,9 +902,20 @@ func (m *model) autosave() {
 func (m *model) record(write bool) {
 	m.lastDraft = m.ta.Value()
 	m.lastStreamed = m.streamedLen()
-	if err := m.saver.set(m.snapshot(), write); err != nil {
-		m.setError(err)
+	m.saveFailed(m.saver.set(m.snapshot(), write))
+}
+
+// saveFailed shows an autosave error, once for as long as it repeats.
+func (m *model) saveFailed(err error) {
+	if err == nil {
+		m.saveErr = ""
+		return
 	}
+	if err.Error() == m.saveErr {
+		return
+	}
+	m.saveErr = err.Error()
+	m.setError(fmt.Errorf("autosave: %w", err))
 }
 
 // saveDraft records the conversation when the draft or the streaming
@@ -913,8 +941,18 @@ func (m *model) setNotice(s string) {
 }
 
 func (m *model) setError(err error) {
-	m.notice, m.noticeErr = sanitize(strings.ReplaceAll(err.Error(), "\n", " ")), true
+	m.notice, m.noticeErr = oneLine(err.Error()), true
+	m.noticeCause = ""
+	var errno syscall.Errno
+	if c := causeOf(err); c != err && errors.As(c, &errno) {
+		if cause := oneLine(c.Error()); cause != "" && strings.HasSuffix(m.notice, cause) {
+			m.noticeCause = cause
+		}
+	}
 }
+
+// oneLine makes text safe for the one-line notice area.
+func oneLine(s string) string { return sanitize(strings.ReplaceAll(s, "\n", " ")) }
 
 func (m *model) displayModel() string {
 	if m.info.Name != "" {

@@ -356,6 +356,7 @@ func TestBadCommand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.line, func(t *testing.T) {
 			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 160, Height: 30}) // every error fits one line
 			ready(m)
 			before := screen(m)
 			settings := m.settings
@@ -816,12 +817,15 @@ func readConv(t *testing.T, path string) conversationFile {
 func TestAutosave(t *testing.T) {
 	m, fe := newTestModel(t)
 	ready(m)
+	if p := m.saver.currentPath(); p != "" {
+		t.Fatalf("autosave file %s named before anything was saved", p)
+	}
+	doc := strings.Repeat("a long pasted document\n", 100)
+	paste(m, doc)
 	path := m.saver.currentPath()
 	if filepath.Dir(path) != filepath.Join(m.stateDir, "conversations") {
 		t.Fatalf("autosave path %s", path)
 	}
-	doc := strings.Repeat("a long pasted document\n", 100)
-	paste(m, doc)
 	c := readConv(t, path) // a paste is saved at once
 	if len(c.DraftPastes) != 1 || c.DraftPastes[0].Content != doc {
 		t.Fatalf("pasted draft not saved: %#v", c)

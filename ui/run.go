@@ -132,7 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if herr != nil {
+	if herr != nil && m.stateWarning == "" { // an unusable state dir says so already
 		m.setError(herr)
 	}
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,12 +51,14 @@ type conversationFile struct {
 // writeFileAtomic writes data to path with permissions perm through a
 // temporary file in the same directory and a rename, so a crash leaves
 // either the old or the new file. Missing folders are made with dirPerm.
+// The temporary file is named tempPrefix(path) plus a random suffix, so
+// removeStaleTemps can recognise one that a killed process left behind.
 func writeFileAtomic(path string, data []byte, dirPerm, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -75,6 +78,12 @@ func writeFileAtomic(path string, data []byte, dirPerm, perm os.FileMode) error 
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// tempPrefix is the name prefix of writeFileAtomic's temporary file for
+// path: ".NAME.tmp-PID-" (the writer's process id, then a random suffix).
+func tempPrefix(path string) string {
+	return fmt.Sprintf(".%s.tmp-%d-", filepath.Base(path), os.Getpid())
 }
 
 // saveConversation writes c to path atomically as indented JSON.
@@ -133,12 +142,23 @@ func resolveConversationPath(dir, name string) string {
 // disk. It is shared between the bubbletea model (which updates it after
 // every change) and Run (which flushes it on every exit path, a panic
 // included). It is safe for concurrent use.
+//
+// A new conversation's file is named from its start time when it is first
+// written, and created exclusively then (O_EXCL), so two chats started in
+// the same second never share a file. When a write fails (a full disk, a
+// folder made read-only), the conversation moves once to a new folder under
+// the system's temporary directory and the error says where it went.
 type autosaver struct {
 	mu      sync.Mutex
-	path    string // "" = autosave off
+	dir     string    // folder of new conversation files ("" = autosave off)
+	stamp   time.Time // names a new file
+	path    string    // the file, once named ("" = not written yet)
+	moved   bool      // already moved to a temporary folder after a failure
 	snap    conversationFile
 	dirty   bool
 	lastErr error
+	// save writes one snapshot (saveConversation; tests replace it).
+	save func(path string, c conversationFile) error
 }
 
 // set records a new snapshot; write says whether to write it now.
@@ -153,18 +173,34 @@ func (a *autosaver) set(c conversationFile, write bool) error {
 	return nil
 }
 
-// setPath switches the autosave file (after /clear or /load).
-func (a *autosaver) setPath(p string) {
+// start begins a new conversation file in dir, named from t when it is
+// first written ("" dir = autosave off).
+func (a *autosaver) start(dir string, t time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.path = p
+	a.dir, a.stamp, a.path = dir, t, ""
 }
 
-// currentPath returns the autosave file ("" when autosave is off).
+// adopt continues the conversation in an existing file (after /load).
+func (a *autosaver) adopt(path string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dir, a.path = filepath.Dir(path), path
+}
+
+// currentPath returns the autosave file ("" when autosave is off or the
+// conversation has not been written yet).
 func (a *autosaver) currentPath() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.path
+}
+
+// folder returns the folder new conversation files go to ("" = off).
+func (a *autosaver) folder() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dir
 }
 
 // flush writes the snapshot if it changed since the last write. An empty
@@ -176,14 +212,30 @@ func (a *autosaver) flush() error {
 }
 
 func (a *autosaver) flushLocked() error {
-	if a.path == "" || !a.dirty {
+	if a.dir == "" || !a.dirty {
 		return nil
 	}
 	if len(a.snap.Messages) == 0 && a.snap.Draft == "" && a.snap.System == "" {
 		a.dirty = false
 		return nil
 	}
-	err := saveConversation(a.path, a.snap)
+	err := a.writeLocked()
+	if err != nil && !a.moved {
+		// Keep working: move this conversation to a temporary folder.
+		a.moved = true
+		if tmp, terr := os.MkdirTemp("", "mlxchat-conversations-"); terr == nil {
+			from := a.path
+			if from == "" {
+				from = a.dir
+			}
+			a.dir, a.path = tmp, ""
+			if werr := a.writeLocked(); werr == nil {
+				err = &movedError{from: from, to: a.path, cause: err}
+			} else {
+				err = fmt.Errorf("%w; the fallback %s failed too: %v", err, tmp, werr)
+			}
+		}
+	}
 	a.lastErr = err
 	if err == nil {
 		a.dirty = false
@@ -191,16 +243,64 @@ func (a *autosaver) flushLocked() error {
 	return err
 }
 
-// newConversationPath names a fresh autosave file in dir from the time.
-func newConversationPath(dir string, now time.Time) string {
-	base := now.Format("2006-01-02T15-04-05")
-	p := filepath.Join(dir, base+".json")
-	for i := 2; ; i++ {
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			return p
+// writeLocked names the file if needed and writes the snapshot.
+func (a *autosaver) writeLocked() error {
+	if a.path == "" {
+		p, err := reserveConversationPath(a.dir, a.stamp)
+		if err != nil {
+			return err
 		}
-		p = filepath.Join(dir, fmt.Sprintf("%s-%d.json", base, i))
+		a.path = p
 	}
+	save := a.save
+	if save == nil {
+		save = saveConversation
+	}
+	return save(a.path, a.snap)
+}
+
+// movedError reports a conversation that could not be written where it
+// was and is saved in a temporary folder instead. The conversation is
+// safe, so the UI shows it as a warning naming both places.
+type movedError struct {
+	from, to string
+	cause    error
+}
+
+func (e *movedError) Error() string {
+	return fmt.Sprintf("saving to %s instead: %v", e.to, e.cause)
+}
+
+func (e *movedError) Unwrap() error { return e.cause }
+
+// maxNameTries bounds the search for a free conversation file name.
+const maxNameTries = 1000
+
+// reserveConversationPath creates a new, empty conversation file in dir
+// named from t ("2006-01-02T15-04-05.json", then "-2", "-3"... when taken)
+// exclusively, so no other process can pick the same name, and returns
+// its path. The caller writes it at once (atomic rename over it).
+func reserveConversationPath(dir string, t time.Time) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating %s: %w", dir, err)
+	}
+	base := t.Format("2006-01-02T15-04-05")
+	for i := 1; i <= maxNameTries; i++ {
+		name := base + ".json"
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d.json", base, i)
+		}
+		p := filepath.Join(dir, name)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			f.Close()
+			return p, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("creating a conversation file in %s: %w", dir, err)
+		}
+	}
+	return "", fmt.Errorf("creating a conversation file in %s: %d names starting %s are taken", dir, maxNameTries, base)
 }
 
 // historyFile is the JSON layout of the input history (state dir,

@@ -138,15 +138,24 @@ func TestResolveConversationPath(t *testing.T) {
 	}
 }
 
-func TestNewConversationPathUnique(t *testing.T) {
+func TestReserveConversationPath(t *testing.T) {
 	dir := t.TempDir()
-	a := newConversationPath(dir, t0)
-	if err := os.WriteFile(a, []byte("{}"), 0o600); err != nil {
+	a, err := reserveConversationPath(dir, t0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b := newConversationPath(dir, t0)
-	if a == b || filepath.Base(b) != "2025-03-01T12-00-00-2.json" {
-		t.Errorf("second path %s (first %s)", b, a)
+	b, err := reserveConversationPath(dir, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(a) != "2025-03-01T12-00-00.json" || filepath.Base(b) != "2025-03-01T12-00-00-2.json" {
+		t.Errorf("paths %s, %s", a, b)
+	}
+	// A state dir that is a regular file fails at once (it used to loop).
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := reserveConversationPath(filepath.Join(file, "conversations"), t0); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("reserve under a file: %v", err)
 	}
 }
 

@@ -62,7 +62,7 @@ func (m *model) layout() {
 	m.inputH = in
 	m.ta.SetWidth(w)
 	m.ta.SetHeight(in)
-	vh := h - in - 3 // rule, notice line, status line
+	vh := h - in - 2 - max(m.noticeH, 1) // rule, notice lines, status line
 	if vh < 1 {
 		vh = 1
 	}
@@ -178,24 +178,48 @@ func (m *model) View() string {
 			rule = strings.Repeat("─", m.width-lipgloss.Width(more)-2) + more + "──"
 		}
 	}
-	return strings.Join([]string{
-		top,
-		m.theme.Border.Render(rule),
-		m.ta.View(),
-		truncateWidth(m.noticeLine(), m.width),
-		truncateWidth(m.statusLine(), m.width),
-	}, "\n")
+	parts := []string{top, m.theme.Border.Render(rule), m.ta.View()}
+	for _, l := range m.noticeLines() {
+		parts = append(parts, truncateWidth(l, m.width))
+	}
+	parts = append(parts, truncateWidth(m.statusLine(), m.width))
+	return strings.Join(parts, "\n")
 }
 
-// noticeLine is the one-line message area: errors, confirmations,
-// completions, or key hints.
-func (m *model) noticeLine() string {
+// maxNoticeLines is how many lines an error notice may wrap to (the
+// conversation gives up the room); other notices take one line.
+const maxNoticeLines = 3
+
+// noticeLines is the message area: errors, confirmations, completions, or
+// key hints. An error wraps to at most maxNoticeLines (at most a third of
+// the screen); when it is longer still its cause comes first (causeFirst).
+func (m *model) noticeLines() []string {
 	var s string
 	switch {
 	case len(m.completions) > 0:
 		s = m.theme.Dim.Render("  " + strings.Join(m.completions, "  "))
 	case m.notice != "" && m.noticeErr:
-		s = m.theme.Error.Render("✗ " + m.notice)
+		limit := max(1, min(maxNoticeLines, m.height/3))
+		w := max(m.width-2, 1)
+		text := m.notice
+		lines := strings.Split(ansi.Wrap(text, w, ""), "\n")
+		if len(lines) > limit {
+			text = causeFirst(m.notice, m.noticeCause, w*limit)
+			lines = strings.Split(ansi.Wrap(text, w, ""), "\n")
+		}
+		if len(lines) > limit {
+			lines = lines[:limit]
+			lines[limit-1] = ansi.Truncate(lines[limit-1]+" …", w, "…")
+		}
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			lead := "  "
+			if i == 0 {
+				lead = "✗ "
+			}
+			out[i] = ansi.Truncate(m.theme.Error.Render(lead+l), m.width, "…")
+		}
+		return out
 	case m.notice != "":
 		s = m.theme.Info.Render("• " + m.notice)
 	case m.gen != nil:
@@ -203,7 +227,26 @@ func (m *model) noticeLine() string {
 	default:
 		s = m.theme.Dim.Render("Enter send · Alt+Enter newline · ↑↓ history · Tab complete · /help · Ctrl+C twice quit")
 	}
-	return ansi.Truncate(s, m.width, "…")
+	return []string{ansi.Truncate(s, m.width, "…")}
+}
+
+// fitNotice gives the notice area the lines the notice needs.
+func (m *model) fitNotice() {
+	if n := len(m.noticeLines()); n != m.noticeH {
+		m.noticeH = n
+		m.layout()
+	}
+}
+
+// causeFirst returns notice as is when it fits width cells; otherwise,
+// when it ends with its cause (": no space left on device"), the cause
+// moves to the front, so truncating the rest never hides why it failed.
+func causeFirst(notice, cause string, width int) string {
+	if cause == "" || lipgloss.Width(notice) <= width {
+		return notice
+	}
+	rest := strings.TrimSuffix(strings.TrimSuffix(notice, cause), ": ")
+	return cause + " — " + rest
 }
 
 // statusLine is the live-window meter followed by speed, a stop hint while
