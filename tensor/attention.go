@@ -48,27 +48,3 @@ func CheckAttention(dst, q, k, v *Tensor, mask Mask) (AttentionShape, error) {
 	}
 	return s, nil
 }
-
-// CheckRoPE validates the arguments of Backend.RoPE the same way for every
-// backend: x is [n, heads, headDim], dims is even and in (0, headDim], pos0
-// is not negative and base is positive. It returns x's three sizes.
-// Dtypes, storage and a backend's own limits are the backend's to check.
-func CheckRoPE(x *Tensor, pos0, dims int, base float32) (n, heads, headDim int, err error) {
-	if x == nil {
-		return 0, 0, 0, fmt.Errorf("rope: x is nil")
-	}
-	if len(x.Shape) != 3 {
-		return 0, 0, 0, fmt.Errorf("rope: x %s, want [n, heads, headDim]", x)
-	}
-	n, heads, headDim = x.Shape[0], x.Shape[1], x.Shape[2]
-	if dims <= 0 || dims%2 != 0 || dims > headDim {
-		return 0, 0, 0, fmt.Errorf("rope: dims %d must be even and in (0, %d]", dims, headDim)
-	}
-	if pos0 < 0 {
-		return 0, 0, 0, fmt.Errorf("rope: negative position %d", pos0)
-	}
-	if !(base > 0) {
-		return 0, 0, 0, fmt.Errorf("rope: base %g must be positive", base)
-	}
-	return n, heads, headDim, nil
-}

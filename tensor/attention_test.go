@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -45,25 +46,28 @@ func TestCheckAttention(t *testing.T) {
 
 func TestCheckRoPE(t *testing.T) {
 	x := New(F32, 3, 2, 8)
+	table := func(dims, n int) *Rotary { return &Rotary{Dims: dims, InvFreq: New(F32, n)} }
 	tests := []struct {
 		name          string
 		x             *Tensor
-		pos0, dims    int
-		base          float32
+		pos0          int
+		r             *Rotary
 		wantErrSubstr string
 	}{
-		{"ok", x, 5, 8, 1e4, ""},
-		{"partial rotation", x, 0, 4, 1e4, ""},
-		{"nil", nil, 0, 8, 1e4, "x is nil"},
-		{"rank", New(F32, 3, 16), 0, 8, 1e4, "want [n, heads, headDim]"},
-		{"odd dims", x, 0, 7, 1e4, "must be even"},
-		{"dims past head", x, 0, 10, 1e4, "must be even and in (0, 8]"},
-		{"negative position", x, -1, 8, 1e4, "negative position -1"},
-		{"zero base", x, 0, 8, 0, "must be positive"},
+		{"ok", x, 5, table(8, 4), ""},
+		{"partial rotation", x, 0, table(4, 2), ""},
+		{"nil", nil, 0, table(8, 4), "x is nil"},
+		{"rank", New(F32, 3, 16), 0, table(8, 4), "want [n, heads, headDim]"},
+		{"no table", x, 0, nil, "no table"},
+		{"odd dims", x, 0, table(7, 3), "must be even"},
+		{"dims past head", x, 0, table(10, 5), "must be even and in (0, 8]"},
+		{"short table", x, 0, table(8, 3), "inverse frequencies"},
+		{"table dtype", x, 0, &Rotary{Dims: 8, InvFreq: New(BF16, 4)}, "inverse frequencies"},
+		{"negative position", x, -1, table(8, 4), "negative position -1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n, heads, hd, err := CheckRoPE(tc.x, tc.pos0, tc.dims, tc.base)
+			n, heads, hd, err := CheckRoPE(tc.x, tc.pos0, tc.r)
 			if tc.wantErrSubstr == "" {
 				if err != nil || n != 3 || heads != 2 || hd != 8 {
 					t.Fatalf("got %d %d %d, %v", n, heads, hd, err)
@@ -74,5 +78,28 @@ func TestCheckRoPE(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErrSubstr)
 			}
 		})
+	}
+}
+
+func TestRotaryTables(t *testing.T) {
+	if _, err := DefaultRotary(8, 0); err == nil || !strings.Contains(err.Error(), "base 0") {
+		t.Errorf("zero base: %v", err)
+	}
+	if _, err := NewRotary(8, []float32{1, 2, 3}, false); err == nil {
+		t.Error("a 3-entry table for 8 dims was accepted")
+	}
+	if _, err := NewRotary(4, []float32{1, float32(math.NaN())}, false); err == nil {
+		t.Error("a NaN frequency was accepted")
+	}
+	r, err := DefaultRotary(128, 500000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := r.InvFreq.F32()
+	for i, f := range inv {
+		want := math.Pow(500000, -float64(2*i)/128)
+		if math.Abs(float64(f)-want) > 1e-7*want {
+			t.Fatalf("inv[%d] = %g, want %g", i, f, want)
+		}
 	}
 }

@@ -32,19 +32,27 @@ type Backend interface {
 	// dst = x / sqrt(mean(x²) + eps) * weight. A nil weight means no scale.
 	// weight may be F32, F16 or BF16 of shape [N].
 	RMSNorm(dst, x, weight *Tensor, eps float32) error
-	// RoPE rotates x[n, heads, headDim] in place with the half-split
-	// ("rotate_half") convention over the first dims of each head, at
-	// absolute positions pos0, pos0+1, ..., pos0+n-1, with inverse
-	// frequencies base^(-2i/dims).
-	RoPE(x *Tensor, pos0 int, dims int, base float32) error
+	// RoPE rotates x[n, heads, headDim] in place at absolute positions
+	// pos0, pos0+1, ..., pos0+n-1 with the table r (its Dims, inverse
+	// frequencies and pairing; see Rotary). Values of a head beyond
+	// r.Dims are unchanged.
+	RoPE(x *Tensor, pos0 int, r *Rotary) error
 	// Attention computes softmax(scale·q·kᵀ + mask)·v per head with
 	// grouped-query sharing: q[nq, hq, d], k and v [nk, hkv, d], hq a
 	// multiple of hkv, dst[nq, hq, d]. mask.Rows must equal nq and
 	// mask.KeyLen() must equal nk.
 	Attention(dst, q, k, v *Tensor, mask Mask, scale float32) error
 
+	// LayerNorm normalizes each row of x over its last axis with its mean
+	// and population variance: dst = (x - mean) / sqrt(var + eps) * weight
+	// + bias. A nil weight means no scale, a nil bias no shift; weight and
+	// bias may be F32, F16 or BF16 of shape [N].
+	LayerNorm(dst, x, weight, bias *Tensor, eps float32) error
+
 	// GeluTanh applies the tanh approximation of GELU elementwise.
 	GeluTanh(dst, x *Tensor) error
+	// SiLU applies x·sigmoid(x) elementwise.
+	SiLU(dst, x *Tensor) error
 	// Add computes dst = a + b; b may have one row that is broadcast.
 	Add(dst, a, b *Tensor) error
 	// Mul computes dst = a * b; b may have one row that is broadcast.

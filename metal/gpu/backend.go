@@ -73,7 +73,6 @@ type Backend struct {
 	cbytes, cwaste int64
 	seen, seenPrev map[memKey]uint64
 	seed           maphash.Seed
-	ropeInv        map[ropeKey]*tensor.Tensor
 }
 
 // constSlot is a host tensor's upload kept across steps and the bytes it
@@ -81,11 +80,6 @@ type Backend struct {
 type constSlot struct {
 	slot  stageSlot
 	bytes []byte
-}
-
-type ropeKey struct {
-	dims int
-	base float32
 }
 
 // allocFailure is the Handle of a tensor Alloc could not place in GPU
@@ -193,7 +187,6 @@ func New(drv Driver) *Backend {
 		seen:     map[memKey]uint64{},
 		seenPrev: map[memKey]uint64{},
 		seed:     maphash.MakeSeed(),
-		ropeInv:  map[ropeKey]*tensor.Tensor{},
 	}
 }
 

@@ -261,73 +261,89 @@ func (b *Backend) gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) erro
 func (b *Backend) RMSNorm(dst, x, w *tensor.Tensor, eps float32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.fail(b.rmsnorm(dst, x, w, eps))
+	return b.fail(b.norm("rmsnorm", dst, x, w, nil, eps, false))
 }
 
-func (b *Backend) rmsnorm(dst, x, w *tensor.Tensor, eps float32) error {
-	if err := checkF32("rmsnorm x", x); err != nil {
+// LayerNorm normalizes each row of x with its mean and population
+// variance: dst = (x - mean) / sqrt(var+eps) * weight + bias.
+func (b *Backend) LayerNorm(dst, x, w, bias *tensor.Tensor, eps float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.norm("layernorm", dst, x, w, bias, eps, true))
+}
+
+// norm records the row-normalization kernel: RMSNorm, or LayerNorm when
+// center is set.
+func (b *Backend) norm(what string, dst, x, w, bias *tensor.Tensor, eps float32, center bool) error {
+	if err := checkF32(what+" x", x); err != nil {
 		return err
 	}
-	if err := checkF32("rmsnorm dst", dst); err != nil {
+	if err := checkF32(what+" dst", dst); err != nil {
 		return err
 	}
 	n := lastDim(x)
 	if dst.Len() != x.Len() || lastDim(dst) != n {
-		return fmt.Errorf("rmsnorm: dst %s does not match x %s", dst, x)
+		return fmt.Errorf("%s: dst %s does not match x %s", what, dst, x)
 	}
-	var hasW, wdt uint32
-	wa := in(x) // placeholder binding when there is no weight
-	if w != nil {
-		c, err := dtypeCode("rmsnorm weight", w.DType)
+	// param binds a per-column weight or bias, or x as a placeholder the
+	// kernel never reads.
+	param := func(t *tensor.Tensor, name string) (has, dt uint32, a arg, err error) {
+		if t == nil {
+			return 0, 0, in(x), nil
+		}
+		c, err := dtypeCode(what+" "+name, t.DType)
 		if err != nil {
-			return err
+			return 0, 0, arg{}, err
 		}
-		if w.Len() != n || len(w.Data) != n*w.DType.Size() {
-			return fmt.Errorf("rmsnorm: weight %s, want %d values", w, n)
+		if t.Len() != n || len(t.Data) != n*t.DType.Size() {
+			return 0, 0, arg{}, fmt.Errorf("%s: %s %s, want %d values", what, name, t, n)
 		}
-		hasW, wdt, wa = 1, c, weight(w)
+		return 1, c, weight(t), nil
+	}
+	hasW, wdt, wa, err := param(w, "weight")
+	if err != nil {
+		return err
+	}
+	hasB, bdt, ba, err := param(bias, "bias")
+	if err != nil {
+		return err
+	}
+	var c uint32
+	if center {
+		c = 1
 	}
 	rows := x.Rows()
-	args := [8]arg{1: in(x), 2: wa, 3: out(dst)}
-	return b.launch(kernels.RMSNorm, &args, []uint32{uint32(n), uint32(rows), hasW, wdt, f32w(eps)}, gridRows(rows))
+	args := [8]arg{1: in(x), 2: wa, 3: out(dst), 4: ba}
+	return b.launch(kernels.RMSNorm, &args, []uint32{uint32(n), uint32(rows), hasW, wdt, f32w(eps), c, hasB, bdt}, gridRows(rows))
 }
 
-// RoPE rotates x[n, heads, headDim] in place (half-split convention) over
-// the first dims values of each head at positions pos0, pos0+1, ...
-func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+// RoPE rotates x[n, heads, headDim] in place with the table r at
+// positions pos0, pos0+1, ... The table is bound like a weight: uploaded
+// at its first use and kept.
+func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.fail(b.rope(x, pos0, dims, base))
+	return b.fail(b.rope(x, pos0, r))
 }
 
-func (b *Backend) rope(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+func (b *Backend) rope(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 	if err := checkF32("rope x", x); err != nil {
 		return err
 	}
-	n, heads, hd, err := tensor.CheckRoPE(x, pos0, dims, base)
+	n, heads, hd, err := tensor.CheckRoPE(x, pos0, r)
 	if err != nil {
 		return err
 	}
 	if pos0+n > math.MaxUint32 {
 		return fmt.Errorf("rope: position %d out of range", pos0)
 	}
-	half := dims / 2
-	// The inverse frequencies depend on dims and base only: computed once
-	// and bound like a weight (uploaded once, kept by the backend).
-	invt := b.ropeInv[ropeKey{dims, base}]
-	if invt == nil {
-		inv := make([]float32, half)
-		for i := range inv {
-			inv[i] = float32(math.Pow(float64(base), -2*float64(i)/float64(dims)))
-		}
-		var err error
-		if invt, err = tensor.FromF32(inv, half); err != nil {
-			return err
-		}
-		b.ropeInv[ropeKey{dims, base}] = invt
+	half := r.Dims / 2
+	var inter uint32
+	if r.Interleaved {
+		inter = 1
 	}
-	args := [8]arg{1: out(x), 2: weight(invt)}
-	words := []uint32{uint32(n), uint32(heads), uint32(hd), uint32(half), uint32(pos0)}
+	args := [8]arg{1: out(x), 2: weight(r.InvFreq)}
+	words := []uint32{uint32(n), uint32(heads), uint32(hd), uint32(half), uint32(pos0), inter}
 	return b.launch(kernels.RoPE, &args, words, grid1D(n*heads*half, 64))
 }
 
@@ -429,6 +445,7 @@ const (
 	opSoftcap
 	opGelu
 	opCopy
+	opSiLU
 )
 
 func (b *Backend) eltwise(what string, op uint32, dst, a, bt *tensor.Tensor, f float32) error {
@@ -465,6 +482,13 @@ func (b *Backend) GeluTanh(dst, x *tensor.Tensor) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fail(b.eltwise("gelu", opGelu, dst, x, nil, 0))
+}
+
+// SiLU computes dst = x·sigmoid(x).
+func (b *Backend) SiLU(dst, x *tensor.Tensor) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fail(b.eltwise("silu", opSiLU, dst, x, nil, 0))
 }
 
 // Add computes dst = a + bt; bt may be one row broadcast over a's rows.

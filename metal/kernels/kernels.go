@@ -22,11 +22,11 @@ const (
 	QMM8                // 8-bit quantized tiled matrix product (prefill)
 	MM                  // dense (F32, F16, BF16 weights) tiled matrix product
 	Gather              // embedding rows from a dense or quantized table
-	RMSNorm             // RMS normalization with optional weight
-	RoPE                // rotary position embedding, half-split convention
+	RMSNorm             // RMS or layer normalization with optional weight and bias
+	RoPE                // rotary position embedding from a table, half-split or interleaved
 	Attn                // attention with a span/window mask
 	AttnMerge           // combines split-key attention partials
-	Eltwise             // add, mul, scale, softcap, gelu-tanh, copy
+	Eltwise             // add, mul, scale, softcap, gelu-tanh, copy, silu
 	Softmax             // row softmax
 	Argmax              // row argmax
 	RowStat             // Gemma 3n Gaussian top-k and RMS matching
@@ -61,8 +61,8 @@ var table = [Count]Kernel{
 	QMM8:      {Name: "qmm8", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
 	MM:        {Name: "mm", Local: 256, Bindings: []int{1, 2, 5}, Params: 8},
 	Gather:    {Name: "gather", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Params: 6},
-	RMSNorm:   {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3}, Params: 5},
-	RoPE:      {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 5},
+	RMSNorm:   {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3, 4}, Params: 8},
+	RoPE:      {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 6},
 	Attn:      {Name: "attn", Local: 128, Bindings: []int{1, 2, 3, 4, 5, 6}, Params: 10},
 	AttnMerge: {Name: "attnmerge", Local: 128, Bindings: []int{1, 2}, Params: 3},
 	Eltwise:   {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},

@@ -41,6 +41,14 @@ func TestAgainstCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	row0 := host(1, 96)
+	rope, err := tensor.DefaultRotary(32, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropeInter, err := tensor.NewRotary(24, tensor.DefaultInvFreq(24, 50000), true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	streams := host(1, 4, 3, 32)
 	coefMix := host(1, 3, 2*4)
 	coefAdd := host(1, 3, 4)
@@ -71,8 +79,16 @@ func TestAgainstCPU(t *testing.T) {
 			if err := b.Copy(o, q); err != nil {
 				return err
 			}
-			return b.RoPE(o, 1000, 32, 10000)
+			return b.RoPE(o, 1000, rope)
 		}, 0},
+		{"rope interleaved", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error {
+			if err := b.Copy(o, q); err != nil {
+				return err
+			}
+			return b.RoPE(o, 77, ropeInter)
+		}, 0},
+		{"layernorm bf16", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.LayerNorm(o, rows, wn, wn, 1e-5) }, 0},
+		{"silu", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.SiLU(o, rows) }, 0},
 		{"attention window sink", []int{3, 4, 32}, func(b sb, o *tensor.Tensor) error { return b.Attention(o, q, k, v, mask, 0.17) }, 0},
 		{"gelu", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.GeluTanh(o, rows) }, 0},
 		{"softmax", []int{4, 96}, func(b sb, o *tensor.Tensor) error { return b.Softmax(o, rows) }, 0},

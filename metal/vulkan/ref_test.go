@@ -129,23 +129,55 @@ func refRMSNorm(x []float32, n int, w []float64, eps float32) []float64 {
 	return out
 }
 
-func refRoPE(x []float32, n, heads, hd, pos0, dims int, base float64) []float64 {
+func refRoPE(x []float32, n, heads, hd, pos0 int, r *tensor.Rotary) []float64 {
 	out := make([]float64, len(x))
 	for i, v := range x {
 		out[i] = float64(v)
 	}
-	half := dims / 2
-	for r := range n {
+	half := r.Dims / 2
+	invs := r.InvFreq.F32()
+	for row := range n {
 		for h := range heads {
-			b := (r*heads + h) * hd
+			b := (row*heads + h) * hd
 			for i := range half {
-				inv := float64(float32(math.Pow(base, -2*float64(i)/float64(dims))))
-				th := float64(float32(float64(pos0+r)) * float32(inv))
+				th := float64(float32(float64(pos0+row)) * invs[i])
 				c, s := math.Cos(th), math.Sin(th)
-				x1, x2 := float64(x[b+i]), float64(x[b+i+half])
-				out[b+i] = x1*c - x2*s
-				out[b+i+half] = x2*c + x1*s
+				i1, i2 := b+i, b+i+half
+				if r.Interleaved {
+					i1, i2 = b+2*i, b+2*i+1
+				}
+				x1, x2 := float64(x[i1]), float64(x[i2])
+				out[i1] = x1*c - x2*s
+				out[i2] = x2*c + x1*s
 			}
+		}
+	}
+	return out
+}
+
+// refLayerNorm normalizes rows of n values around their mean (float64).
+func refLayerNorm(x []float32, n int, w, bias []float64, eps float64) []float64 {
+	out := make([]float64, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		row := x[r*n : (r+1)*n]
+		var mean, vr float64
+		for _, v := range row {
+			mean += float64(v)
+		}
+		mean /= float64(n)
+		for _, v := range row {
+			vr += (float64(v) - mean) * (float64(v) - mean)
+		}
+		inv := 1 / math.Sqrt(vr/float64(n)+eps)
+		for i, v := range row {
+			y := (float64(v) - mean) * inv
+			if w != nil {
+				y *= w[i]
+			}
+			if bias != nil {
+				y += bias[i]
+			}
+			out[r*n+i] = y
 		}
 	}
 	return out

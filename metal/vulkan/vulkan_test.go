@@ -381,30 +381,98 @@ func TestRoPE(t *testing.T) {
 		name               string
 		n, heads, hd, dims int
 		pos0               int
-		base               float32
+		base               float64
+		linear             float64 // divides the table (0: unscaled)
+		interleaved        bool
 		atol               float64
 	}{
-		{"full head", 3, 2, 16, 16, 0, 10000, 1e-5},
-		{"partial dims", 2, 3, 16, 8, 7, 10000, 1e-5},
-		{"far positions", 2, 2, 64, 64, 5000, 1000000, 1e-5},
-		{"very far positions", 1, 1, 32, 32, 1 << 20, 10000, 1e-5},
+		{"full head", 3, 2, 16, 16, 0, 10000, 0, false, 1e-5},
+		{"partial dims", 2, 3, 16, 8, 7, 10000, 0, false, 1e-5},
+		{"far positions", 2, 2, 64, 64, 5000, 1000000, 0, false, 1e-5},
+		{"very far positions", 1, 1, 32, 32, 1 << 20, 10000, 0, false, 1e-5},
+		{"interleaved", 3, 2, 16, 16, 40, 50000, 0, true, 1e-5},
+		{"interleaved partial", 2, 3, 32, 12, 1234, 10000, 0, true, 1e-5},
+		{"scaled table", 2, 2, 32, 32, 9000, 1000000, 8, false, 1e-5},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			inv := tensor.DefaultInvFreq(c.dims, c.base)
+			if c.linear > 0 {
+				for j := range inv {
+					inv[j] /= float32(c.linear)
+				}
+			}
+			rt, err := tensor.NewRotary(c.dims, inv, c.interleaved)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := rand.New(rand.NewPCG(uint64(i), 17))
 			xv := randVals(r, c.n*c.heads*c.hd, 1)
 			x := put(b, i%2 == 0, xv, c.n, c.heads, c.hd)
-			if err := b.RoPE(x, c.pos0, c.dims, c.base); err != nil {
+			if err := b.RoPE(x, c.pos0, rt); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			near(t, "rope", x.F32(), refRoPE(xv, c.n, c.heads, c.hd, c.pos0, c.dims, float64(c.base)), c.atol, 0)
+			near(t, "rope", x.F32(), refRoPE(xv, c.n, c.heads, c.hd, c.pos0, rt), c.atol, 0)
 		})
 	}
-	if err := b.RoPE(b.Alloc(1, 1, 8), 0, 9, 10000); err == nil {
+	if err := b.RoPE(b.Alloc(1, 1, 8), 0, &tensor.Rotary{Dims: 9, InvFreq: tensor.New(tensor.F32, 4)}); err == nil {
 		t.Error("odd dims: want an error")
+	}
+	b.Sync()
+}
+
+func TestLayerNorm(t *testing.T) {
+	b, _ := open(t)
+	cases := []struct {
+		name         string
+		rows, n      int
+		dt           tensor.DType
+		weight, bias bool
+		offset       float32
+	}{
+		{"plain", 3, 40, tensor.F32, false, false, 0},
+		{"weight bf16", 4, 96, tensor.BF16, true, false, 0},
+		{"weight and bias f16", 2, 300, tensor.F16, true, true, 0},
+		{"far from zero", 3, 128, tensor.F32, true, true, 200},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(i), 29))
+			xv := randVals(r, c.rows*c.n, 1)
+			for j := range xv {
+				xv[j] += c.offset
+			}
+			x := put(b, i%2 == 0, xv, c.rows, c.n)
+			param := func(on bool) (*tensor.Tensor, []float64) {
+				if !on {
+					return nil, nil
+				}
+				vals := randVals(r, c.n, 1)
+				t := encode(c.dt, vals, c.n)
+				back, _ := t.ToF32()
+				ref := make([]float64, c.n)
+				for j := range ref {
+					ref[j] = float64(back[j])
+				}
+				return t, ref
+			}
+			w, wref := param(c.weight)
+			bs, bref := param(c.bias)
+			dst := b.Alloc(c.rows, c.n)
+			if err := b.LayerNorm(dst, x, w, bs, 1e-5); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "layernorm", dst.F32(), refLayerNorm(xv, c.n, wref, bref, 1e-5), 2e-5, 2e-5)
+		})
+	}
+	if err := b.LayerNorm(b.Alloc(2, 8), b.Alloc(2, 8), nil, b.Alloc(7), 1e-5); err == nil {
+		t.Error("short bias: want an error")
 	}
 	b.Sync()
 }
@@ -495,6 +563,7 @@ func TestElementwise(t *testing.T) {
 		{"scale", func(d, a *tensor.Tensor) error { return b.Scale(d, a, 0.125) }, func(i int) float64 { return float64(av[i]) * 0.125 }},
 		{"softcap", func(d, a *tensor.Tensor) error { return b.Softcap(d, a, 5) }, func(i int) float64 { return math.Tanh(float64(av[i])/5) * 5 }},
 		{"gelu tanh", func(d, a *tensor.Tensor) error { return b.GeluTanh(d, a) }, func(i int) float64 { return refGelu(float64(av[i])) }},
+		{"silu", func(d, a *tensor.Tensor) error { return b.SiLU(d, a) }, func(i int) float64 { v := float64(av[i]); return v / (1 + math.Exp(-v)) }},
 		{"copy", func(d, a *tensor.Tensor) error { return b.Copy(d, a) }, func(i int) float64 { return float64(av[i]) }},
 	}
 	for _, c := range cases {

@@ -29,10 +29,9 @@ type Attention struct {
 	VNorm bool
 	// Eps is the RMSNorm epsilon.
 	Eps float32
-	// RopeBase is the RoPE base; RopeDims how many dims of each head rotate
-	// (0: all).
-	RopeBase float32
-	RopeDims int
+	// Rope is the rotary table of this layer's kind (shared by every
+	// layer of that kind); nil means no positional rotation (NoPE layers).
+	Rope *tensor.Rotary
 	// Scale multiplies the scores before the softmax.
 	Scale float32
 	// Shared is true when the layer reads the cache of another layer.
@@ -45,10 +44,6 @@ type Attention struct {
 func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, out, x *tensor.Tensor) error {
 	n := x.Rows()
 	pos0 := cache.Offset()
-	dims := a.RopeDims
-	if dims == 0 {
-		dims = a.HeadDim
-	}
 	q := ar.Get(n, a.Heads, a.HeadDim)
 	if err := be.MatMul(Reshape(q, n, a.Heads*a.HeadDim), x, a.Q); err != nil {
 		return fmt.Errorf("layer %d q_proj: %w", a.Layer, err)
@@ -59,8 +54,10 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 			return fmt.Errorf("layer %d q_norm: %w", a.Layer, err)
 		}
 	}
-	if err := be.RoPE(q, pos0, dims, a.RopeBase); err != nil {
-		return fmt.Errorf("layer %d rope(q): %w", a.Layer, err)
+	if a.Rope != nil {
+		if err := be.RoPE(q, pos0, a.Rope); err != nil {
+			return fmt.Errorf("layer %d rope(q): %w", a.Layer, err)
+		}
 	}
 	var view kvcache.View
 	var err error
@@ -86,8 +83,10 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 				return fmt.Errorf("layer %d v_norm: %w", a.Layer, err)
 			}
 		}
-		if err := be.RoPE(k, pos0, dims, a.RopeBase); err != nil {
-			return fmt.Errorf("layer %d rope(k): %w", a.Layer, err)
+		if a.Rope != nil {
+			if err := be.RoPE(k, pos0, a.Rope); err != nil {
+				return fmt.Errorf("layer %d rope(k): %w", a.Layer, err)
+			}
 		}
 		if !be.Synchronous() && !cache.AppendsOnBackend() { // the cache copies host bytes
 			if err := be.Sync(); err != nil {

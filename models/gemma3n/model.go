@@ -74,6 +74,8 @@ type Model struct {
 	altupProj   []*tensor.Matrix
 	altupUnemb  []*tensor.Matrix
 	finalNorm   *tensor.Tensor
+	ropeGlobal  *tensor.Rotary // full-attention layers (rope_theta)
+	ropeLocal   *tensor.Rotary // sliding layers (rope_local_base_freq)
 	layers      []layer
 	identity    *tensor.Tensor // [1, S*S] flattened identity, added to prediction coefficients
 	ones        *tensor.Tensor // [1, S], added to correction coefficients
@@ -132,6 +134,12 @@ func New(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 	w := &blocks.Weights{CK: ck, Prefix: prefix}
 	if err := m.loadGlobals(w); err != nil {
 		return nil, fmt.Errorf("gemma3n: %w", err)
+	}
+	if m.ropeGlobal, err = tensor.DefaultRotary(cfg.HeadDim, cfg.RopeGlobal); err != nil {
+		return nil, fmt.Errorf("gemma3n: config.json rope_theta: %w", err)
+	}
+	if m.ropeLocal, err = tensor.DefaultRotary(cfg.HeadDim, cfg.RopeLocal); err != nil {
+		return nil, fmt.Errorf("gemma3n: config.json rope_local_base_freq: %w", err)
 	}
 	m.layers = make([]layer, cfg.Layers)
 	shared := cfg.SharedFrom()
@@ -231,10 +239,10 @@ func (m *Model) loadLayer(w *blocks.Weights, i int, shared bool) error {
 	*a = blocks.Attention{
 		Layer: i, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: D,
 		VNorm: true, Eps: m.eps, Scale: 1, Shared: shared,
-		RopeBase: float32(c.RopeGlobal),
+		Rope: m.ropeGlobal,
 	}
 	if c.Sliding[i] {
-		a.RopeBase = float32(c.RopeLocal)
+		a.Rope = m.ropeLocal
 	}
 	mat(&a.Q, "self_attn.q_proj", c.Heads*D, H)
 	mat(&a.O, "self_attn.o_proj", H, c.Heads*D)

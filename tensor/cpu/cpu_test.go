@@ -263,14 +263,23 @@ func TestRoPE(t *testing.T) {
 	for _, tc := range []struct {
 		n, heads, hd, dims, pos0 int
 		base                     float64
+		scale                    float64 // divides every inverse frequency (linear scaling)
+		interleaved              bool
 	}{
-		{3, 2, 8, 8, 0, 10000},
-		{4, 3, 16, 8, 1000, 10000}, // partial rotation
-		{2, 1, 32, 32, 5000, 1e6},  // large base and position
+		{3, 2, 8, 8, 0, 10000, 1, false},
+		{4, 3, 16, 8, 1000, 10000, 1, false}, // partial rotation
+		{2, 1, 32, 32, 5000, 1e6, 1, false},  // large base and position
+		{3, 2, 8, 8, 7, 10000, 1, true},      // neighbouring pairs
+		{4, 2, 16, 12, 300, 50000, 1, true},  // interleaved, partial
+		{2, 2, 16, 16, 900, 1e6, 8, false},   // a scaled table
 	} {
 		xv := randF32(rng, tc.n*tc.heads*tc.hd, 1)
 		want := make([]float64, len(xv))
 		half := tc.dims / 2
+		inv := make([]float32, half)
+		for i := range inv {
+			inv[i] = float32(math.Pow(tc.base, -2*float64(i)/float64(tc.dims)) / tc.scale)
+		}
 		for tk := 0; tk < tc.n; tk++ {
 			for h := 0; h < tc.heads; h++ {
 				base := (tk*tc.heads + h) * tc.hd
@@ -278,20 +287,121 @@ func TestRoPE(t *testing.T) {
 					want[base+i] = float64(xv[base+i])
 				}
 				for i := 0; i < half; i++ {
-					theta := float64(tc.pos0+tk) * math.Pow(tc.base, -2*float64(i)/float64(tc.dims))
-					x1, x2 := float64(xv[base+i]), float64(xv[base+i+half])
-					want[base+i] = x1*math.Cos(theta) - x2*math.Sin(theta)
-					want[base+i+half] = x2*math.Cos(theta) + x1*math.Sin(theta)
+					theta := float64(tc.pos0+tk) * math.Pow(tc.base, -2*float64(i)/float64(tc.dims)) / tc.scale
+					a, c := base+i, base+i+half
+					if tc.interleaved {
+						a, c = base+2*i, base+2*i+1
+					}
+					x1, x2 := float64(xv[a]), float64(xv[c])
+					want[a] = x1*math.Cos(theta) - x2*math.Sin(theta)
+					want[c] = x2*math.Cos(theta) + x1*math.Sin(theta)
 				}
 			}
 		}
+		r, err := tensor.NewRotary(tc.dims, inv, tc.interleaved)
+		if err != nil {
+			t.Fatal(err)
+		}
 		x := mustT(t, xv, tc.n, tc.heads, tc.hd)
-		if err := b.RoPE(x, tc.pos0, tc.dims, float32(tc.base)); err != nil {
+		if err := b.RoPE(x, tc.pos0, r); err != nil {
 			t.Fatal(err)
 		}
 		// float32 angles at position ~5000 carry ~1e-3 relative phase error.
 		compare(t, "rope", x.F32(), want, 2e-3, 0)
 	}
+}
+
+func TestLayerNorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	b := New(2)
+	defer b.Close()
+	for _, tc := range []struct {
+		rows, n      int
+		weight, bias bool
+		dt           tensor.DType
+		offset       float32
+		spread       float64
+	}{
+		{3, 64, true, false, tensor.F32, 0, 1},
+		{5, 96, true, true, tensor.BF16, 0, 1},
+		{2, 40, false, false, tensor.F32, 0, 1},
+		{4, 128, true, true, tensor.F16, 300, 0.01}, // a large mean over a tiny spread
+	} {
+		xv := randF32(rng, tc.rows*tc.n, tc.spread)
+		for i := range xv {
+			xv[i] += tc.offset
+		}
+		var w, bias *tensor.Tensor
+		wv, bv := make([]float64, tc.n), make([]float64, tc.n)
+		param := func(vals []float64) *tensor.Tensor {
+			f := randF32(rng, tc.n, 1)
+			p := tensor.New(tc.dt, tc.n)
+			if err := tensor.EncodeF32(p.Data, tc.dt, f); err != nil {
+				t.Fatal(err)
+			}
+			back, err := p.ToF32()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range vals {
+				vals[i] = float64(back[i])
+			}
+			return p
+		}
+		if tc.weight {
+			w = param(wv)
+		}
+		if tc.bias {
+			bias = param(bv)
+		}
+		want := make([]float64, len(xv))
+		for r := 0; r < tc.rows; r++ {
+			row := xv[r*tc.n : (r+1)*tc.n]
+			var mean, vr float64
+			for _, v := range row {
+				mean += float64(v)
+			}
+			mean /= float64(tc.n)
+			for _, v := range row {
+				vr += (float64(v) - mean) * (float64(v) - mean)
+			}
+			vr /= float64(tc.n)
+			for i, v := range row {
+				y := (float64(v) - mean) / math.Sqrt(vr+1e-5)
+				if tc.weight {
+					y *= wv[i]
+				}
+				if tc.bias {
+					y += bv[i]
+				}
+				want[r*tc.n+i] = y
+			}
+		}
+		x := mustT(t, xv, tc.rows, tc.n)
+		if err := b.LayerNorm(x, x, w, bias, 1e-5); err != nil { // in place
+			t.Fatal(err)
+		}
+		compare(t, "layernorm "+tc.dt.String(), x.F32(), want, 1e-4, 1e-5)
+	}
+}
+
+func TestSiLU(t *testing.T) {
+	b := New(2)
+	defer b.Close()
+	xv := []float32{0, 1, -1, 3.5, -3.5, 20, -20, 90, -90, 1e-7, -1e-7}
+	for i := 0; i < 300; i++ {
+		xv = append(xv, float32(i-150)*0.1)
+	}
+	want := make([]float64, len(xv))
+	for i, v := range xv {
+		want[i] = float64(v) / (1 + math.Exp(-float64(v)))
+	}
+	x := mustT(t, xv, len(xv))
+	dst := b.Alloc(len(xv))
+	if err := b.SiLU(dst, x); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "silu", dst.F32(), want, 1e-6, 1e-7)
 }
 
 // refAttention is a float64 brute force over the dense mask.
@@ -452,6 +562,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	causal3, _ := tensor.NewMask(0, 3, []tensor.Span{{Start: 0, Len: 3}}, 0)
+	rot8, _ := tensor.DefaultRotary(8, 10000)
 	causal2, _ := tensor.NewMask(0, 2, []tensor.Span{{Start: 0, Len: 2}}, 0)
 	// Rows 0 and 2 see a key, so the mask validates, but row 1 sees none.
 	gap, err := tensor.NewMask(10, 3, []tensor.Span{{Start: 10, Len: 1}, {Start: 12, Len: 1}}, 1)
@@ -481,9 +592,13 @@ func TestErrors(t *testing.T) {
 		{"attention dst", func() error { return b.Attention(f(3, 2, 8), f(3, 2, 4), f(3, 1, 4), f(3, 1, 4), causal3, 1) }, "dst"},
 		{"attention 2d", func() error { return b.Attention(f(3, 8), f(3, 8), f(3, 8), f(3, 8), causal3, 1) }, "3 axes"},
 		{"blind row", func() error { return b.Attention(f(3, 1, 4), f(3, 1, 4), f(2, 1, 4), f(2, 1, 4), gap, 1) }, "row 1 (position 11) sees no key"},
-		{"rope dims", func() error { return b.RoPE(f(2, 1, 8), 0, 7, 10000) }, "even"},
-		{"rope wide", func() error { return b.RoPE(f(2, 1, 8), 0, 10, 10000) }, "even"},
-		{"rope shape", func() error { return b.RoPE(f(2, 8), 0, 8, 10000) }, "want [n, heads, headDim]"},
+		{"rope dims", func() error { return b.RoPE(f(2, 1, 8), 0, &tensor.Rotary{Dims: 7, InvFreq: f(3)}) }, "even"},
+		{"rope wide", func() error { return b.RoPE(f(2, 1, 8), 0, &tensor.Rotary{Dims: 10, InvFreq: f(5)}) }, "even"},
+		{"rope table", func() error { return b.RoPE(f(2, 1, 8), 0, &tensor.Rotary{Dims: 8, InvFreq: f(3)}) }, "inverse frequencies"},
+		{"rope none", func() error { return b.RoPE(f(2, 1, 8), 0, nil) }, "no table"},
+		{"rope shape", func() error { return b.RoPE(f(2, 8), 0, rot8) }, "want [n, heads, headDim]"},
+		{"layernorm bias", func() error { return b.LayerNorm(f(2, 8), f(2, 8), nil, f(7), 1e-5) }, "bias"},
+		{"silu size", func() error { return b.SiLU(f(2, 8), f(2, 9)) }, "differ in size"},
 		{"rmsnorm weight", func() error { return b.RMSNorm(f(2, 8), f(2, 8), f(7), 1e-6) }, "weight"},
 		{"rmsnorm dst", func() error { return b.RMSNorm(f(2, 7), f(2, 8), nil, 1e-6) }, "differ in size"},
 		{"add b", func() error { return b.Add(f(2, 8), f(2, 8), f(2, 4)) }, "neither"},

@@ -207,40 +207,11 @@ func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
 	if err != nil {
 		return err
 	}
-	var w []float32
-	if weight != nil {
-		if weight.Len() != n || len(weight.Shape) != 1 {
-			return fmt.Errorf("cpu rmsnorm: weight %s, want shape [%d]", weight, n)
-		}
-		switch weight.DType {
-		case tensor.F32:
-			if len(weight.Data) != 4*n {
-				return fmt.Errorf("cpu rmsnorm: weight %s has %d bytes", weight, len(weight.Data))
-			}
-			w = weight.F32()
-		case tensor.BF16, tensor.F16:
-			if len(weight.Data) != 2*n {
-				return fmt.Errorf("cpu rmsnorm: weight %s has %d bytes", weight, len(weight.Data))
-			}
-			// Converted into scratch: norms run hundreds of times per
-			// token, so neither an allocation nor a scalar loop each time.
-			buf := b.getBuf(n)
-			defer b.putBuf(buf)
-			w = *buf
-			if b.simd {
-				cvtSIMD(w, weight.U16(), weight.DType == tensor.F16)
-			} else {
-				for i, v := range weight.U16() {
-					w[i] = cvt16(v, weight.DType == tensor.F16)
-				}
-			}
-		default:
-			w = make([]float32, n)
-			if err := tensor.DecodeF32(w, weight.DType, weight.Data); err != nil {
-				return fmt.Errorf("cpu rmsnorm: weight: %w", err)
-			}
-		}
+	w, release, err := b.normParam("rmsnorm", "weight", weight, n)
+	if err != nil {
+		return err
 	}
+	defer release()
 	if n == 0 {
 		return nil
 	}
@@ -252,6 +223,47 @@ func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
 		}
 	})
 	return nil
+}
+
+// normParam returns a norm's per-column parameter (weight or bias) of n
+// values as F32: the tensor's own data when it is F32, else a converted
+// copy in pooled scratch that release returns. A nil t gives nil.
+func (b *Backend) normParam(op, what string, t *tensor.Tensor, n int) (vals []float32, release func(), err error) {
+	release = func() {}
+	if t == nil {
+		return nil, release, nil
+	}
+	if t.Len() != n || len(t.Shape) != 1 {
+		return nil, release, fmt.Errorf("cpu %s: %s %s, want shape [%d]", op, what, t, n)
+	}
+	switch t.DType {
+	case tensor.F32:
+		if len(t.Data) != 4*n {
+			return nil, release, fmt.Errorf("cpu %s: %s %s has %d bytes", op, what, t, len(t.Data))
+		}
+		return t.F32(), release, nil
+	case tensor.BF16, tensor.F16:
+		if len(t.Data) != 2*n {
+			return nil, release, fmt.Errorf("cpu %s: %s %s has %d bytes", op, what, t, len(t.Data))
+		}
+		// Converted into scratch: norms run hundreds of times per
+		// token, so neither an allocation nor a scalar loop each time.
+		buf := b.getBuf(n)
+		w := *buf
+		if b.simd {
+			cvtSIMD(w, t.U16(), t.DType == tensor.F16)
+		} else {
+			for i, v := range t.U16() {
+				w[i] = cvt16(v, t.DType == tensor.F16)
+			}
+		}
+		return w, func() { b.putBuf(buf) }, nil
+	}
+	w := make([]float32, n)
+	if err := tensor.DecodeF32(w, t.DType, t.Data); err != nil {
+		return nil, release, fmt.Errorf("cpu %s: %s: %w", op, what, err)
+	}
+	return w, release, nil
 }
 
 func rmsRow(dst, x, w []float32, eps float32) {
@@ -279,22 +291,19 @@ func rmsRow(dst, x, w []float32, eps float32) {
 	}
 }
 
-// RoPE rotates x[n, heads, headDim] in place (half-split convention) over
-// the first dims of each head at positions pos0..pos0+n-1.
-func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error {
+// RoPE rotates x[n, heads, headDim] in place with the table r at
+// positions pos0..pos0+n-1: half-split pairs (i, i+dims/2), or
+// neighbouring pairs (2i, 2i+1) when r.Interleaved.
+func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 	if err := checkF32("rope", "x", x); err != nil {
 		return err
 	}
-	n, heads, hd, err := tensor.CheckRoPE(x, pos0, dims, base)
+	n, heads, hd, err := tensor.CheckRoPE(x, pos0, r)
 	if err != nil {
 		return fmt.Errorf("cpu %w", err)
 	}
-	half := dims / 2
-	invFreq := make([]float32, half)
-	lb := math.Log2(float64(base))
-	for i := range invFreq {
-		invFreq[i] = float32(math.Exp2(-float64(2*i) / float64(dims) * lb))
-	}
+	half := r.Dims / 2
+	invFreq := r.InvFreq.F32()
 	v := x.F32()
 	b.pool.split(n, 1, func(lo, hi int) {
 		cs := make([]float32, 2*half)
@@ -306,6 +315,15 @@ func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, dims int, base float32) error
 			}
 			for h := 0; h < heads; h++ {
 				row := v[(t*heads+h)*hd:]
+				if r.Interleaved {
+					for i := 0; i < half; i++ {
+						c, s := cs[i], cs[half+i]
+						x1, x2 := row[2*i], row[2*i+1]
+						row[2*i] = x1*c - x2*s
+						row[2*i+1] = x2*c + x1*s
+					}
+					continue
+				}
 				for i := 0; i < half; i++ {
 					c, s := cs[i], cs[half+i]
 					x1, x2 := row[i], row[i+half]

@@ -61,7 +61,7 @@ float safe_tanh(thread const float& x)
     return _33;
 }
 
-kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _86 [[buffer(1)]], const device Bv& _111 [[buffer(2)]], device D& _179 [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _86 [[buffer(1)]], const device Bv& _112 [[buffer(2)]], device D& _187 [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     uint i = linear_id(gl_WorkGroupID, gl_NumWorkGroups, gl_LocalInvocationID);
     if (i >= p.n)
@@ -74,12 +74,12 @@ kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _86 [[buff
     {
         case 0u:
         {
-            y = x + _111.b[p.ob2 + (i % p.nb)];
+            y = x + _112.b[p.ob2 + (i % p.nb)];
             break;
         }
         case 1u:
         {
-            y = x * _111.b[p.ob2 + (i % p.nb)];
+            y = x * _112.b[p.ob2 + (i % p.nb)];
             break;
         }
         case 2u:
@@ -99,12 +99,17 @@ kernel void eltwise(constant Params& p [[buffer(0)]], const device A& _86 [[buff
             y = (0.5 * x) * (1.0 + safe_tanh(param_1));
             break;
         }
+        case 6u:
+        {
+            y = x / (1.0 + exp(-x));
+            break;
+        }
         default:
         {
             y = x;
             break;
         }
     }
-    _179.dst[p.ob3 + i] = y;
+    _187.dst[p.ob3 + i] = y;
 }
 

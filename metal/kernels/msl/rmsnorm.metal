@@ -20,6 +20,9 @@ struct Params
     uint has_w;
     uint wdt;
     float eps;
+    uint center;
+    uint has_b;
+    uint bdt;
 };
 
 struct X
@@ -30,6 +33,11 @@ struct X
 struct Wt
 {
     uint wt[1];
+};
+
+struct Bs
+{
+    uint bs[1];
 };
 
 struct D
@@ -79,7 +87,7 @@ float cvt16(thread const uint& bits, thread const uint& dt)
     return _26;
 }
 
-kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _137 [[buffer(1)]], const device Wt& _208 [[buffer(2)]], device D& _247 [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _130 [[buffer(1)]], const device Wt& _264 [[buffer(2)]], device D& _351 [[buffer(3)]], const device Bs& _316 [[buffer(4)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     threadgroup float red_scratch[128];
     uint row = linear_group(gl_WorkGroupID, gl_NumWorkGroups);
@@ -88,34 +96,63 @@ kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _137 [[buf
         return;
     }
     uint base = row * p.n;
-    float ss = 0.0;
-    for (uint i = gl_LocalInvocationID.x; i < p.n; i += 128u)
+    float shift = 0.0;
+    float mean = 0.0;
+    if (p.center != 0u)
     {
-        float v = _137.x[(p.ob1 + base) + i];
-        ss += (v * v);
+        shift = _130.x[p.ob1 + base];
+        float sum = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.n; i += 128u)
+        {
+            sum += (_130.x[(p.ob1 + base) + i] - shift);
+        }
+        float param = sum;
+        float _169 = wg_sum(param, red_scratch, gl_SubgroupID, gl_NumSubgroups);
+        mean = _169 / float(p.n);
     }
-    float param = ss;
-    float _158 = wg_sum(param, red_scratch, gl_SubgroupID, gl_NumSubgroups);
-    float inv = rsqrt((_158 / float(p.n)) + p.eps);
-    float _202;
+    float ss = 0.0;
     for (uint i_1 = gl_LocalInvocationID.x; i_1 < p.n; i_1 += 128u)
     {
-        float v_1 = _137.x[(p.ob1 + base) + i_1] * inv;
+        float v = (_130.x[(p.ob1 + base) + i_1] - shift) - mean;
+        ss += (v * v);
+    }
+    float param_1 = ss;
+    float _210 = wg_sum(param_1, red_scratch, gl_SubgroupID, gl_NumSubgroups);
+    float inv = rsqrt((_210 / float(p.n)) + p.eps);
+    float _258;
+    float _310;
+    for (uint i_2 = gl_LocalInvocationID.x; i_2 < p.n; i_2 += 128u)
+    {
+        float v_1 = ((_130.x[(p.ob1 + base) + i_2] - shift) - mean) * inv;
         if (p.has_w != 0u)
         {
             if (p.wdt == 0u)
             {
-                _202 = as_type<float>(_208.wt[p.ob2 + i_1]);
+                _258 = as_type<float>(_264.wt[p.ob2 + i_2]);
             }
             else
             {
-                uint param_1 = (_208.wt[(p.ob2 + i_1) >> uint(1)] >> (((p.ob2 + i_1) & 1u) << uint(4))) & 65535u;
-                uint param_2 = p.wdt;
-                _202 = cvt16(param_1, param_2);
+                uint param_2 = (_264.wt[(p.ob2 + i_2) >> uint(1)] >> (((p.ob2 + i_2) & 1u) << uint(4))) & 65535u;
+                uint param_3 = p.wdt;
+                _258 = cvt16(param_2, param_3);
             }
-            v_1 *= _202;
+            v_1 *= _258;
         }
-        _247.dst[(p.ob3 + base) + i_1] = v_1;
+        if (p.has_b != 0u)
+        {
+            if (p.bdt == 0u)
+            {
+                _310 = as_type<float>(_316.bs[p.ob4 + i_2]);
+            }
+            else
+            {
+                uint param_4 = (_316.bs[(p.ob4 + i_2) >> uint(1)] >> (((p.ob4 + i_2) & 1u) << uint(4))) & 65535u;
+                uint param_5 = p.bdt;
+                _310 = cvt16(param_4, param_5);
+            }
+            v_1 += _310;
+        }
+        _351.dst[(p.ob3 + base) + i_2] = v_1;
     }
 }
 

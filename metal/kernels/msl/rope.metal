@@ -81,6 +81,7 @@ struct Params
     uint head_dim;
     uint half_dims;
     uint pos0;
+    uint interleaved;
 };
 
 struct F
@@ -101,7 +102,7 @@ uint linear_id(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups, thr
     return (((gl_WorkGroupID.y * gl_NumWorkGroups.x) + gl_WorkGroupID.x) * 64u) + gl_LocalInvocationID.x;
 }
 
-kernel void rope(constant Params& p [[buffer(0)]], device X& _143 [[buffer(1)]], const device F& _87 [[buffer(2)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+kernel void rope(constant Params& p [[buffer(0)]], device X& _167 [[buffer(1)]], const device F& _87 [[buffer(2)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
     uint id = linear_id(gl_WorkGroupID, gl_NumWorkGroups, gl_LocalInvocationID);
     uint total = (p.rows * p.heads) * p.half_dims;
@@ -119,10 +120,16 @@ kernel void rope(constant Params& p [[buffer(0)]], device X& _143 [[buffer(1)]],
     r = spvFSub(r, spvFMul(k, -1.7817819752963259816169738769531e-05));
     float c = cos(r);
     float s = sin(r);
-    uint b = (p.ob1 + (rh * p.head_dim)) + i;
-    float x1 = _143.x[b];
-    float x2 = _143.x[b + p.half_dims];
-    _143.x[b] = (x1 * c) - (x2 * s);
-    _143.x[b + p.half_dims] = (x2 * c) + (x1 * s);
+    uint b1 = (p.ob1 + (rh * p.head_dim)) + i;
+    uint b2 = b1 + p.half_dims;
+    if (p.interleaved != 0u)
+    {
+        b1 = (p.ob1 + (rh * p.head_dim)) + (2u * i);
+        b2 = b1 + 1u;
+    }
+    float x1 = _167.x[b1];
+    float x2 = _167.x[b2];
+    _167.x[b1] = (x1 * c) - (x2 * s);
+    _167.x[b2] = (x2 * c) + (x1 * s);
 }
 

@@ -3,7 +3,7 @@
 // Elementwise ops over n values. b is indexed modulo nb, which broadcasts a
 // single row of b over every row of a (nb == n when b has all rows).
 // op: 0 add, 1 mul, 2 scale by f, 3 softcap tanh(a/f)*f, 4 GELU (tanh
-// approximation), 5 copy.
+// approximation), 5 copy, 6 SiLU x*sigmoid(x).
 layout(local_size_x = 256) in;
 #include "common.glsl"
 
@@ -42,6 +42,10 @@ void main() {
         break;
     case 4u:
         y = 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        break;
+    case 6u:
+        // x / (1 + e^-x); exp overflows to inf for x < -88, giving -0.
+        y = x / (1.0 + exp(-x));
         break;
     default:
         y = x;

@@ -1,9 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// RoPE with the half-split (rotate_half) convention, in place on
-// x[n, heads, head_dim], over the first dims values of each head, at
-// absolute positions pos0 + row. invf[i] = base^(-2i/dims) comes from the
-// host (computed in float64). The angle is reduced modulo 2*pi in three
+// RoPE in place on x[n, heads, head_dim], over the first dims values of
+// each head, at absolute positions pos0 + row. Pair i turns by
+// (pos0 + row) * invf[i]; the table comes from the host (the model's
+// tensor.Rotary). Pairs are (i, i + dims/2) with the half-split
+// (rotate_half) convention, or (2i, 2i + 1) when interleaved != 0. The angle is reduced modulo 2*pi in three
 // exact-product steps before sin/cos so large positions keep their accuracy.
 layout(local_size_x = 64) in;
 #include "common.glsl"
@@ -16,6 +17,7 @@ layout(set = 0, binding = 0) uniform Params {
     uint head_dim;
     uint half_dims;
     uint pos0;
+    uint interleaved;
 } p;
 
 layout(set = 0, binding = 1) buffer X { float x[]; };
@@ -40,9 +42,14 @@ void main() {
     r = r - k * -1.781781975296326e-05;
     float c = cos(r);
     float s = sin(r);
-    uint b = p.ob1 + rh * p.head_dim + i;
-    float x1 = x[b];
-    float x2 = x[b + p.half_dims];
-    x[b] = x1 * c - x2 * s;
-    x[b + p.half_dims] = x2 * c + x1 * s;
+    uint b1 = p.ob1 + rh * p.head_dim + i;
+    uint b2 = b1 + p.half_dims;
+    if (p.interleaved != 0u) {
+        b1 = p.ob1 + rh * p.head_dim + 2u * i;
+        b2 = b1 + 1u;
+    }
+    float x1 = x[b1];
+    float x2 = x[b2];
+    x[b1] = x1 * c - x2 * s;
+    x[b2] = x2 * c + x1 * s;
 }
