@@ -18,9 +18,9 @@ func TestGeneratedUpToDate(t *testing.T) {
 	for _, tool := range []string{"glslangValidator", "spirv-cross", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s not found: install glslang-tools and spirv-cross (scripts/install-gpu-tools.sh)", tool)
+				t.Fatalf("%s not found under CI=true: scripts/test.sh installs glslang-tools and spirv-cross", tool)
 			}
-			t.Skipf("%s not found: install glslang-tools and spirv-cross to check the generated kernels", tool)
+			t.Skipf("%s not found: scripts/test.sh installs glslang-tools and spirv-cross to check the generated kernels", tool)
 		}
 	}
 	out := t.TempDir()
