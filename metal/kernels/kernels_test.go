@@ -100,3 +100,20 @@ func TestTableMatchesMSL(t *testing.T) {
 		}
 	}
 }
+
+// TestMSLNeedsNoPreciseMath checks that no kernel's accuracy rests on GLSL
+// `precise` (NoContraction): SPIRV-Cross carries it into MSL only as
+// [[clang::optnone]] helper functions (spvFMul, spvFSub, ...), which
+// Apple's compiler is not bound to keep. Kernels that need an exact step
+// spell it with fma() instead.
+func TestMSLNeedsNoPreciseMath(t *testing.T) {
+	for id := ID(0); id < Count; id++ {
+		src, err := MSL(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if regexp.MustCompile(`optnone|spvF(Mul|Add|Sub)`).MatchString(src) {
+			t.Errorf("%s: MSL relies on no-contraction helpers (GLSL `precise`); use fma() for exact steps", id)
+		}
+	}
+}

@@ -5,67 +5,6 @@
 
 using namespace metal;
 
-template<typename T>
-[[clang::optnone]] T spvFMul(T l, T r)
-{
-    return fma(l, r, T(0));
-}
-
-template<typename T, int Cols, int Rows>
-[[clang::optnone]] vec<T, Cols> spvFMulVectorMatrix(vec<T, Rows> v, matrix<T, Cols, Rows> m)
-{
-    vec<T, Cols> res = vec<T, Cols>(0);
-    for (uint i = Rows; i > 0; --i)
-    {
-        vec<T, Cols> tmp(0);
-        for (uint j = 0; j < Cols; ++j)
-        {
-            tmp[j] = m[j][i - 1];
-        }
-        res = fma(tmp, vec<T, Cols>(v[i - 1]), res);
-    }
-    return res;
-}
-
-template<typename T, int Cols, int Rows>
-[[clang::optnone]] vec<T, Rows> spvFMulMatrixVector(matrix<T, Cols, Rows> m, vec<T, Cols> v)
-{
-    vec<T, Rows> res = vec<T, Rows>(0);
-    for (uint i = Cols; i > 0; --i)
-    {
-        res = fma(m[i - 1], vec<T, Rows>(v[i - 1]), res);
-    }
-    return res;
-}
-
-template<typename T, int LCols, int LRows, int RCols, int RRows>
-[[clang::optnone]] matrix<T, RCols, LRows> spvFMulMatrixMatrix(matrix<T, LCols, LRows> l, matrix<T, RCols, RRows> r)
-{
-    matrix<T, RCols, LRows> res;
-    for (uint i = 0; i < RCols; i++)
-    {
-        vec<T, RCols> tmp(0);
-        for (uint j = 0; j < LCols; j++)
-        {
-            tmp = fma(vec<T, RCols>(r[i][j]), l[j], tmp);
-        }
-        res[i] = tmp;
-    }
-    return res;
-}
-
-template<typename T>
-[[clang::optnone]] T spvFAdd(T l, T r)
-{
-    return fma(T(1), l, r);
-}
-
-template<typename T>
-[[clang::optnone]] T spvFSub(T l, T r)
-{
-    return fma(T(-1), r, l);
-}
-
 struct Params
 {
     uint ob0;
@@ -113,11 +52,11 @@ kernel void rope(constant Params& p [[buffer(0)]], device X& _167 [[buffer(1)]],
     uint i = id % p.half_dims;
     uint rh = id / p.half_dims;
     uint row = rh / p.heads;
-    float theta = spvFMul(float(p.pos0 + row), _87.invf[p.ob2 + i]);
-    float k = floor(spvFAdd(spvFMul(theta, 0.15915493667125701904296875), 0.5));
-    float r = spvFSub(theta, spvFMul(k, 6.25));
-    r = spvFSub(r, spvFMul(k, 0.033203125));
-    r = spvFSub(r, spvFMul(k, -1.7817819752963259816169738769531e-05));
+    float theta = float(p.pos0 + row) * _87.invf[p.ob2 + i];
+    float k = floor((theta * 0.15915493667125701904296875) + 0.5);
+    float r = fma(-k, 6.25, theta);
+    r = fma(-k, 0.033203125, r);
+    r = fma(-k, -1.7817819752963259816169738769531e-05, r);
     float c = cos(r);
     float s = sin(r);
     uint b1 = (p.ob1 + (rh * p.head_dim)) + i;

@@ -4,8 +4,9 @@
 // each head, at absolute positions pos0 + row. Pair i turns by
 // (pos0 + row) * invf[i]; the table comes from the host (the model's
 // tensor.Rotary). Pairs are (i, i + dims/2) with the half-split
-// (rotate_half) convention, or (2i, 2i + 1) when interleaved != 0. The angle is reduced modulo 2*pi in three
-// exact-product steps before sin/cos so large positions keep their accuracy.
+// (rotate_half) convention, or (2i, 2i + 1) when interleaved != 0. The
+// angle is reduced modulo 2*pi in three exact-product fma steps before
+// sin/cos so large positions keep their accuracy.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
@@ -36,10 +37,13 @@ void main() {
     // Cody-Waite reduction: C1 = 6.25 and C2 = 17/512 have few enough
     // significant bits that k*C1 and k*C2 are exact for k < 2^18 (positions
     // below 2^20 at any frequency), so only the tiny last term rounds.
+    // Each step is an explicit fma: one rounding of an exact product and
+    // sum, whatever the compiler does with contraction or reassociation
+    // (GLSL `precise` reaches MSL only as optnone helper functions).
     float k = floor(theta * 0.15915494309189535 + 0.5);
-    precise float r = theta - k * 6.25;
-    r = r - k * 0.033203125;
-    r = r - k * -1.781781975296326e-05;
+    float r = fma(-k, 6.25, theta);
+    r = fma(-k, 0.033203125, r);
+    r = fma(-k, -1.781781975296326e-05, r);
     float c = cos(r);
     float s = sin(r);
     uint b1 = p.ob1 + rh * p.head_dim + i;
