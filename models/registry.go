@@ -57,6 +57,12 @@ func Load(dir string, backend tensor.Backend) (Model, error) {
 			if err != nil {
 				return nil, err
 			}
+			if wm, ok := backend.(tensor.WeightMapper); ok {
+				if err := ck.MapWeights(wm); err != nil {
+					ck.Close()
+					return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
+				}
+			}
 			m, err := a.build(ck, backend)
 			if err != nil {
 				ck.Close()

@@ -94,3 +94,17 @@ type StreamOps interface {
 	// dst [B, A, N]. dst must not alias x.
 	SwapAxes01(dst, x *Tensor) error
 }
+
+// WeightMapper is implemented by backends that can read weights in place
+// from memory-mapped checkpoint files instead of copying each tensor (the
+// Metal backend wraps whole files in no-copy GPU buffers). A model loader
+// offers each file's mapping with MapWeights and calls UnmapWeights for it
+// before unmapping the file.
+type WeightMapper interface {
+	// MapWeights registers region, mapped read-only and unchanged until
+	// UnmapWeights; weights inside it may then be used in place.
+	MapWeights(region []byte) error
+	// UnmapWeights waits for work that reads region and releases every
+	// use of it; region is unmapped right afterwards.
+	UnmapWeights(region []byte) error
+}

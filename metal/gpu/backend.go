@@ -112,6 +112,7 @@ type memKey struct {
 type weightBuf struct {
 	buf  Buf
 	keep []byte // pins Go memory so its address is not reused
+	data []byte // the bytes handed to NewWeights, alive as long as buf
 }
 
 type arenaChunk struct {
@@ -452,6 +453,56 @@ func (b *Backend) DropWeights() error {
 	}
 	b.weights = map[memKey]weightBuf{}
 	return nil
+}
+
+// MapWeights lets the weights inside region, host memory that stays
+// mapped and unchanged (a checkpoint file mapped read-only), bind in place
+// where the driver can wrap it without copying (Metal's no-copy buffers on
+// unified memory); with other drivers it does nothing and weights are
+// uploaded on first use. UnmapWeights must be called before region is
+// unmapped.
+func (b *Backend) MapWeights(region []byte) error {
+	mw, ok := b.drv.(MappedWeights)
+	if !ok || len(region) == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("%s backend is closed", b.drv.Name())
+	}
+	if err := mw.MapWeights(region); err != nil {
+		return fmt.Errorf("%s backend: mapping %d bytes of weights: %w", b.drv.Name(), len(region), err)
+	}
+	return nil
+}
+
+// UnmapWeights waits for recorded work, then releases what MapWeights made
+// over region and forgets the weights uploaded from inside it, so that
+// region can be unmapped and its addresses reused.
+func (b *Backend) UnmapWeights(region []byte) error {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if len(region) == 0 || closed { // Close released everything
+		return nil
+	}
+	err := b.Sync()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lo, hi := dataPtr(region), dataPtr(region)+uintptr(len(region))
+	for k, w := range b.weights {
+		if k.ptr >= lo && k.ptr < hi {
+			b.drv.Release(w.buf)
+			delete(b.weights, k)
+		}
+	}
+	if mw, ok := b.drv.(MappedWeights); ok {
+		if uerr := mw.UnmapWeights(region); uerr != nil && err == nil {
+			err = fmt.Errorf("%s backend: unmapping weights: %w", b.drv.Name(), uerr)
+		}
+	}
+	return err
 }
 
 // fail records a recording-time error for Sync and returns it.

@@ -58,6 +58,15 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 		return st.buf, int64(p-st.base) + a.off, int64(st.size), nil
 	}
 	if a.weight {
+		if mw, ok := b.drv.(MappedWeights); ok {
+			n := a.n
+			if n == 0 {
+				n = int64(len(t.Data)) - a.off
+			}
+			if buf, off, size, ok := mw.WeightRange(p+uintptr(a.off), n); ok {
+				return buf, off, size, nil
+			}
+		}
 		key := memKey{p, len(t.Data)}
 		w, ok := b.weights[key]
 		if !ok {
@@ -71,7 +80,10 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
 			}
-			w = weightBuf{buf: wb, keep: t.Data}
+			// Keep both: t.Data pins the address the cache is keyed by,
+			// data is what the driver may alias (the padded copy when
+			// there is one, which nothing else references).
+			w = weightBuf{buf: wb, keep: t.Data, data: data}
 			b.stats.WeightBytes += int64(len(t.Data))
 			b.weights[key] = w
 		}

@@ -58,3 +58,20 @@ type RemoteActivations interface {
 	// NewDeviceBuffer returns a buffer only the GPU accesses.
 	NewDeviceBuffer(size int) (Buf, error)
 }
+
+// MappedWeights is implemented by drivers that can wrap host memory in GPU
+// buffers without copying it (Metal on unified memory). Backend.MapWeights
+// hands them whole mapped checkpoint files; weights inside then bind by
+// offset into those buffers instead of being uploaded one by one.
+type MappedWeights interface {
+	// MapWeights wraps region, which stays mapped and unchanged until
+	// UnmapWeights.
+	MapWeights(region []byte) error
+	// WeightRange returns the buffer holding host bytes [p, p+n) of a
+	// mapped region, the offset of p in it and the buffer's size; ok is
+	// false when no mapped region holds them.
+	WeightRange(p uintptr, n int64) (buf Buf, off, size int64, ok bool)
+	// UnmapWeights releases every buffer MapWeights made over region;
+	// no recorded work may still use them.
+	UnmapWeights(region []byte) error
+}

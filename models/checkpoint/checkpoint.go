@@ -55,6 +55,7 @@ type Checkpoint struct {
 	ChatTemplatePath string
 
 	files   []*SafetensorsFile
+	mappers []tensor.WeightMapper // told before the files are unmapped
 	tensors map[string]tensorRef
 	names   []string
 	total   int64
@@ -225,10 +226,42 @@ func (c *Checkpoint) mapWeights() error {
 	return nil
 }
 
-// Close unmaps every weight file. Tensors obtained from the checkpoint must
+// MapWeights offers every weight file's mapping to m (a backend that reads
+// weights in place) and makes Close call m.UnmapWeights for each file
+// before unmapping it. On error the files mapped so far are unmapped from m
+// again.
+func (c *Checkpoint) MapWeights(m tensor.WeightMapper) error {
+	for i, f := range c.files {
+		if f.mapped == nil {
+			return fmt.Errorf("%s: file is closed", f.Path)
+		}
+		if err := m.MapWeights(f.mapped); err != nil {
+			for _, g := range c.files[:i] {
+				_ = m.UnmapWeights(g.mapped)
+			}
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+	}
+	c.mappers = append(c.mappers, m)
+	return nil
+}
+
+// Close unmaps every weight file, after telling the backends given to
+// MapWeights to let go of them. Tensors obtained from the checkpoint must
 // not be used afterwards.
 func (c *Checkpoint) Close() error {
 	var first error
+	for _, m := range c.mappers {
+		for _, f := range c.files {
+			if f.mapped == nil {
+				continue
+			}
+			if err := m.UnmapWeights(f.mapped); err != nil && first == nil {
+				first = fmt.Errorf("%s: %w", f.Path, err)
+			}
+		}
+	}
+	c.mappers = nil
 	for _, f := range c.files {
 		if err := f.Close(); err != nil && first == nil {
 			first = err

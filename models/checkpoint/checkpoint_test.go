@@ -396,3 +396,75 @@ func TestQuantizedValues(t *testing.T) {
 		t.Fatalf("std %v, want about 1/sqrt(in)", std)
 	}
 }
+
+// mapper records the regions a checkpoint offers and reads each one when it
+// is unmapped, which faults if the file was unmapped first.
+type mapper struct {
+	mapped   map[uintptr]int
+	unmapped int
+	sum      byte
+	failAt   int // MapWeights fails on this call (1-based); 0 never
+	calls    int
+}
+
+func (m *mapper) MapWeights(r []byte) error {
+	m.calls++
+	if m.calls == m.failAt {
+		return errors.New("no room")
+	}
+	m.mapped[uintptr(unsafePtr(r))] = len(r)
+	return nil
+}
+
+func (m *mapper) UnmapWeights(r []byte) error {
+	if _, ok := m.mapped[uintptr(unsafePtr(r))]; !ok {
+		return errors.New("unmapping a region never mapped")
+	}
+	delete(m.mapped, uintptr(unsafePtr(r)))
+	for _, b := range r { // faults if the file is already unmapped
+		m.sum += b
+	}
+	m.unmapped++
+	return nil
+}
+
+// TestMapWeights checks that a backend reading weights in place gets every
+// shard's whole mapping and is told to let go of each before the shard is
+// unmapped, and that a refusal undoes what was mapped.
+func TestMapWeights(t *testing.T) {
+	dir := writeTiny(t, synth.Options{Bits: 4, Seed: 9, ShardBytes: 200 << 10})
+	c, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mapper{mapped: map[uintptr]int{}}
+	if err := c.MapWeights(m); err != nil {
+		t.Fatal(err)
+	}
+	files := len(c.Files())
+	if len(m.mapped) != files {
+		t.Fatalf("%d regions mapped for %d files", len(m.mapped), files)
+	}
+	var total int64
+	for _, n := range m.mapped {
+		total += int64(n)
+	}
+	if total < c.TotalBytes() {
+		t.Errorf("mapped %d bytes, less than the %d bytes of tensors", total, c.TotalBytes())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.unmapped != files || len(m.mapped) != 0 {
+		t.Errorf("%d of %d regions unmapped before Close unmapped the files", m.unmapped, files)
+	}
+
+	c2 := open(t, dir)
+	m2 := &mapper{mapped: map[uintptr]int{}, failAt: 2}
+	if err := c2.MapWeights(m2); err == nil || !strings.Contains(err.Error(), "no room") {
+		t.Fatalf("MapWeights with a refusing backend: %v", err)
+	}
+	if len(m2.mapped) != 0 {
+		t.Errorf("%d regions left mapped after a refusal", len(m2.mapped))
+	}
+}
