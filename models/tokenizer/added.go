@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -77,8 +76,6 @@ func (m *addedMatcher) candidates(s string, i int, buf []int32) []int32 {
 	return buf
 }
 
-func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
-
 // split cuts s into plain-text and added-token segments, applying the
 // single_word, lstrip and rstrip options of the matched tokens.
 func (m *addedMatcher) split(s string, out []segment) []segment {
@@ -99,7 +96,7 @@ func (m *addedMatcher) split(s string, out []segment) []segment {
 			if t.singleWord {
 				before, _ := utf8.DecodeLastRuneInString(s[:i])
 				after, _ := utf8.DecodeRuneInString(s[end:])
-				if (i > 0 && isWordRune(before)) || (end < len(s) && isWordRune(after)) {
+				if (i > 0 && isRegexWord(before)) || (end < len(s) && isRegexWord(after)) {
 					continue
 				}
 			}
@@ -113,10 +110,10 @@ func (m *addedMatcher) split(s string, out []segment) []segment {
 		t := &m.tokens[matched]
 		lo, hi := i, i+len(t.content)
 		if t.lstrip {
-			lo = plainStart + len(strings.TrimRightFunc(s[plainStart:lo], unicode.IsSpace))
+			lo = plainStart + len(strings.TrimRightFunc(s[plainStart:lo], isSpace))
 		}
 		if t.rstrip {
-			rest := strings.TrimLeftFunc(s[hi:], unicode.IsSpace)
+			rest := strings.TrimLeftFunc(s[hi:], isSpace)
 			hi = len(s) - len(rest)
 		}
 		if lo > plainStart {

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // normalizer rewrites one section of input text (the text between added
@@ -33,13 +30,13 @@ func buildNormalizer(c *componentJSON) (normalizer, error) {
 		}
 		return seq, nil
 	case "NFC":
-		return unicodeNorm{norm.NFC}, nil
+		return unicodeNorm{formNFC}, nil
 	case "NFD":
-		return unicodeNorm{norm.NFD}, nil
+		return unicodeNorm{formNFD}, nil
 	case "NFKC":
-		return unicodeNorm{norm.NFKC}, nil
+		return unicodeNorm{formNFKC}, nil
 	case "NFKD":
-		return unicodeNorm{norm.NFKD}, nil
+		return unicodeNorm{formNFKD}, nil
 	case "Replace":
 		r, err := buildReplace(c)
 		if err != nil {
@@ -69,7 +66,7 @@ func (s sequenceNorm) normalize(x string) string {
 	return x
 }
 
-type unicodeNorm struct{ form norm.Form }
+type unicodeNorm struct{ form unicodeForm }
 
 func (u unicodeNorm) normalize(s string) string {
 	if isASCII(s) { // ASCII is invariant under every normalization form
@@ -141,16 +138,21 @@ func (p prependNorm) normalize(s string) string {
 
 type lowercaseNorm struct{}
 
-func (lowercaseNorm) normalize(s string) string { return strings.ToLower(s) }
+func (lowercaseNorm) normalize(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return rustLowercase(s)
+}
 
 type stripNorm struct{ left, right bool }
 
 func (st stripNorm) normalize(s string) string {
 	if st.left {
-		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		s = strings.TrimLeftFunc(s, isSpace)
 	}
 	if st.right {
-		s = strings.TrimRightFunc(s, unicode.IsSpace)
+		s = strings.TrimRightFunc(s, isSpace)
 	}
 	return s
 }

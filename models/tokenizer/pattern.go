@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -79,12 +78,75 @@ func (l literalMatcher) findAll(s string) [][2]int {
 	}
 }
 
-// unicodeSpaceClass is the White_Space property, which is what \s means in
-// the Oniguruma engine Hugging Face tokenizers uses (Go's \s is ASCII only).
-const unicodeSpaceClass = `\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}`
+// escapeClass returns the class ranges (without brackets) that the
+// Oniguruma escape \<c> matches, and whether c names such a class: \s, \d
+// and \w and their negations \S, \D and \W, all Unicode-aware as in
+// Hugging Face's regex engine (Go's own are ASCII-only).
+func escapeClass(c byte) (string, bool) {
+	var in func(p uint16) bool
+	switch c | 0x20 {
+	case 's':
+		in = func(p uint16) bool { return p&propSpace != 0 }
+	case 'd':
+		in = func(p uint16) bool { return p&propGC == gcNd }
+	case 'w':
+		in = func(p uint16) bool { return p&propOnigWord != 0 }
+	default:
+		return "", false
+	}
+	if c >= 'A' && c <= 'Z' {
+		pos := in
+		in = func(p uint16) bool { return !pos(p) }
+	}
+	return regexClass(in), true
+}
 
-// translateRegex rewrites \s and \S to their Unicode meaning and rejects
-// lookaround, which Go's regexp lacks.
+// propertyClass parses a \p{Name}, \P{Name}, \p{^Name} or \pN escape at the
+// start of p (just after the backslash) naming a general category, and
+// returns the class ranges it matches and the escape's length. ok is false
+// for other properties (scripts, binary properties), which are left to Go.
+func propertyClass(p string) (ranges string, n int, ok bool) {
+	if len(p) < 2 || (p[0] != 'p' && p[0] != 'P') {
+		return "", 0, false
+	}
+	negate := p[0] == 'P'
+	var name string
+	if p[1] == '{' {
+		end := strings.IndexByte(p, '}')
+		if end < 0 {
+			return "", 0, false
+		}
+		name, n = p[2:end], end+1
+		if strings.HasPrefix(name, "^") {
+			name, negate = name[1:], !negate
+		}
+	} else {
+		name, n = p[1:2], 2
+	}
+	mask, ok := gcClassMask(name)
+	if !ok {
+		return "", 0, false
+	}
+	return regexClass(func(q uint16) bool { return gcIn(q, mask) != negate }), n, true
+}
+
+// writeClass writes class ranges, bracketed unless already inside a class;
+// an empty class outside brackets becomes one that matches nothing.
+func writeClass(b *strings.Builder, ranges string, inClass bool) {
+	switch {
+	case inClass:
+		b.WriteString(ranges)
+	case ranges == "":
+		b.WriteString(`[^\x{0}-\x{10ffff}]`)
+	default:
+		b.WriteString("[" + ranges + "]")
+	}
+}
+
+// translateRegex rewrites a tokenizer.json regex for Go's regexp: \s, \d,
+// \w, their negations and \p{..} general categories become explicit classes
+// from the package's Unicode tables (the version Hugging Face's engine uses),
+// and lookaround, which Go's regexp lacks, is rejected.
 func translateRegex(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
@@ -93,20 +155,19 @@ func translateRegex(p string) (string, error) {
 		switch {
 		case c == '\\' && i+1 < len(p):
 			n := p[i+1]
-			i++
-			switch {
-			case n == 's' && inClass:
-				b.WriteString(unicodeSpaceClass)
-			case n == 's':
-				b.WriteString("[" + unicodeSpaceClass + "]")
-			case n == 'S' && !inClass:
-				b.WriteString("[^" + unicodeSpaceClass + "]")
-			case n == 'S':
-				return "", fmt.Errorf("regex %q: \\S inside a character class is not supported", p)
-			default:
-				b.WriteByte('\\')
-				b.WriteByte(n)
+			if ranges, ok := escapeClass(n); ok {
+				i++
+				writeClass(&b, ranges, inClass)
+				continue
 			}
+			if ranges, l, ok := propertyClass(p[i+1:]); ok {
+				i += l
+				writeClass(&b, ranges, inClass)
+				continue
+			}
+			i++
+			b.WriteByte('\\')
+			b.WriteByte(n)
 		case c == '[' && !inClass:
 			inClass = true
 			b.WriteByte(c)
@@ -131,15 +192,6 @@ func translateRegex(p string) (string, error) {
 	}
 	return b.String(), nil
 }
-
-// Character classes of the scanners. isSpace is Unicode White_Space
-// (Oniguruma's \s); letters and numbers are the L and N general categories.
-func isSpace(r rune) bool  { return unicode.IsSpace(r) }
-func isLetter(r rune) bool { return unicode.IsLetter(r) }
-func isNumber(r rune) bool { return unicode.IsNumber(r) }
-
-// isOther is [^\s\p{L}\p{N}].
-func isOther(r rune) bool { return !isSpace(r) && !isLetter(r) && !isNumber(r) }
 
 func runeAt(s string, i int) (rune, int) {
 	if i >= len(s) {

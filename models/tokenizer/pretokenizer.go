@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
-	"unicode"
 )
 
 // piece is a pre-token: a substring of a normalized section. atStart is set
@@ -275,7 +274,7 @@ func (d digitsPre) split(in []piece) []piece {
 	for _, p := range in {
 		var matches [][2]int
 		for i, r := range p.s {
-			if !unicode.IsDigit(r) {
+			if !isRustNumeric(r) {
 				continue
 			}
 			n := len(string(r))
@@ -302,7 +301,7 @@ type whitespaceSplitPre struct{}
 func (whitespaceSplitPre) split(in []piece) []piece {
 	out := make([]piece, 0, len(in))
 	for _, p := range in {
-		for k, f := range strings.FieldsFunc(p.s, unicode.IsSpace) {
+		for k, f := range strings.FieldsFunc(p.s, isSpace) {
 			out = append(out, piece{f, p.atStart && k == 0})
 		}
 	}
