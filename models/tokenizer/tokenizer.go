@@ -172,20 +172,37 @@ func (b *bpeModel) buildMerges(pairs [][2]string) error {
 	return nil
 }
 
+// maxIDSlack bounds the ids of a tokenizer.json: the largest id may exceed
+// the number of distinct ids by at most that number plus maxIDSlack (ids are
+// dense in real tokenizers), so the id tables are sized from the real count
+// and a hostile id such as 2147483647 is an error, not a 34 GB allocation.
+const maxIDSlack = 1024
+
 func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
-	size := 0
-	for _, id := range t.model.vocab {
+	distinct := make(map[int32]struct{}, len(t.model.vocab)+len(added))
+	maxID, maxKey := int32(-1), ""
+	for tok, id := range t.model.vocab {
 		if id < 0 {
-			return fmt.Errorf("tokenizer.json vocab: negative id %d", id)
+			return fmt.Errorf("tokenizer.json model.vocab: negative id %d for %q", id, tok)
 		}
-		size = max(size, int(id)+1)
+		distinct[id] = struct{}{}
+		if id > maxID {
+			maxID, maxKey = id, tok
+		}
 	}
 	for _, a := range added {
 		if a.ID < 0 {
 			return fmt.Errorf("tokenizer.json added_tokens: negative id %d for %q", a.ID, a.Content)
 		}
-		size = max(size, int(a.ID)+1)
+		distinct[a.ID] = struct{}{}
+		if a.ID > maxID {
+			maxID, maxKey = a.ID, a.Content
+		}
 	}
+	if limit := 2*len(distinct) + maxIDSlack; int(maxID) >= limit {
+		return fmt.Errorf("tokenizer.json: id %d of %q is out of range: %d distinct ids, so ids must be below %d", maxID, maxKey, len(distinct), limit)
+	}
+	size := int(maxID) + 1
 	t.idToToken = make([]string, size)
 	t.isAdded = make([]bool, size)
 	for tok, id := range t.model.vocab {
@@ -225,6 +242,11 @@ func (t *Tokenizer) buildSpecial(pp *componentJSON, cfg *configJSON) error {
 	var err error
 	if t.prefix, t.suffix, err = postProcessorIDs(pp); err != nil {
 		return fmt.Errorf("tokenizer.json post_processor: %w", err)
+	}
+	for _, id := range append(append([]int32(nil), t.prefix...), t.suffix...) {
+		if _, ok := t.Token(id); !ok {
+			return fmt.Errorf("tokenizer.json post_processor: special token id %d is not in the vocabulary (%d ids)", id, len(t.idToToken))
+		}
 	}
 	for _, p := range []struct {
 		raw json.RawMessage

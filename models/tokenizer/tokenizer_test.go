@@ -230,12 +230,24 @@ func TestParseErrors(t *testing.T) {
 		{"unknown decoder", strings.Replace(good, `"added_tokens":[]`, `"added_tokens":[],"decoder":{"type":"CTC"}`, 1), "", "CTC"},
 		{"bad config", good, `{"bos_token": 5}`, "bos_token"},
 		{"bos not in vocab", good, `{"bos_token": "<nope>"}`, "not in the vocabulary"},
+		// Hostile ids (issue #17): out-of-range special ids used to panic,
+		// a huge vocab id to allocate ~34 GB.
+		{"bert cls out of range", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"post_processor":{"type":"BertProcessing","cls":["[CLS]",77],"sep":["a",0]}}`, "", "special token id 77 is not in the vocabulary"},
+		{"bert cls negative", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"post_processor":{"type":"BertProcessing","cls":["[CLS]",-7],"sep":["a",0]}}`, "", "special token id -7"},
+		{"roberta sep out of range", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"post_processor":{"type":"RobertaProcessing","cls":["a",0],"sep":["</s>",2]}}`, "", "special token id 2"},
+		{"template id out of range", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[5],"tokens":["<s>"]}}}}`, "", "special token id 5"},
+		{"huge vocab id", `{"model":{"type":"BPE","vocab":{"a":2147483647},"merges":[]}}`, "", `id 2147483647 of "a" is out of range`},
+		{"huge added id", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":99999999,"content":"<x>","special":true}]}`, "", `id 99999999 of "<x>" is out of range`},
+		{"negative vocab id", `{"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}}`, "", "vocab id -1 out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.json), []byte(tc.cfg))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Parse error = %v, want one containing %q", err, tc.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "tokenizer")) {
+				t.Errorf("Parse error %q: want one line naming the tokenizer file", err)
 			}
 		})
 	}
