@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"mlxchat/tensor"
@@ -462,4 +463,68 @@ func (c *Checkpoint) StopTokenIDs() ([]int, error) {
 		return ids, err
 	}
 	return c.Config.Text().EOSTokenIDs("eos_token_id")
+}
+
+// CheckDim checks a size read from config.json (value at key of cfg)
+// against axis of tensor name, so a config.json that disagrees with its
+// weights fails in one line naming both before anything is sized from the
+// key, e.g. "m/config.json: text_config.vocab_size = 4000, but
+// embed_tokens.weight in m/model.safetensors has 512 rows". Axis 0 of a
+// quantized matrix is its logical row count; other axes of packed weights
+// are not logical sizes.
+func (c *Checkpoint) CheckDim(cfg *Config, key string, value int, name string, axis int) error {
+	r, ok := c.tensors[name]
+	if !ok {
+		return fmt.Errorf("model directory %s: tensor %q not found", c.Dir, name)
+	}
+	if axis < 0 || axis >= len(r.info.Shape) {
+		return fmt.Errorf("%s: tensor %q has shape %v, no axis %d", r.file.Path, name, r.info.Shape, axis)
+	}
+	if got := r.info.Shape[axis]; got != value {
+		what := fmt.Sprintf("has %d rows", got)
+		if axis > 0 {
+			what = fmt.Sprintf("has size %d on axis %d (shape %v)", got, axis, r.info.Shape)
+		}
+		return fmt.Errorf("%s: %s = %d, but %s in %s %s", cfg.Path, cfg.full(key), value, name, r.file.Path, what)
+	}
+	return nil
+}
+
+// CountIndexed returns how many consecutive indices 0, 1, 2, ... begin
+// tensor names under prefix (prefix+"0.", prefix+"1.", ...), e.g. the
+// decoder layers under "model.layers.".
+func (c *Checkpoint) CountIndexed(prefix string) int {
+	seen := map[int]bool{}
+	i := sort.SearchStrings(c.names, prefix)
+	for ; i < len(c.names) && strings.HasPrefix(c.names[i], prefix); i++ {
+		rest := c.names[i][len(prefix):]
+		dot := strings.IndexByte(rest, '.')
+		if dot <= 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(rest[:dot]); err == nil && n >= 0 && strconv.Itoa(n) == rest[:dot] {
+			seen[n] = true
+		}
+	}
+	n := 0
+	for seen[n] {
+		n++
+	}
+	return n
+}
+
+// CheckCount checks a count read from config.json (value at key of cfg,
+// e.g. num_hidden_layers) against the indexed tensors under prefix (see
+// CountIndexed), e.g. "m/config.json: num_hidden_layers = 1000, but the
+// weights hold 10 (model.layers.0 to model.layers.9)".
+func (c *Checkpoint) CheckCount(cfg *Config, key string, value int, prefix string) error {
+	n := c.CountIndexed(prefix)
+	if n == value {
+		return nil
+	}
+	held := "none"
+	if n > 0 {
+		held = fmt.Sprintf("%d (%s0 to %s%d)", n, prefix, prefix, n-1)
+	}
+	return fmt.Errorf("%s: %s = %d, but the weights hold %s", cfg.Path, cfg.full(key), value, held)
 }

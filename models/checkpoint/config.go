@@ -236,6 +236,9 @@ func (c *Config) Ints(key string) ([]int, error) {
 // IntList returns n integers from key, which may hold one integer (repeated
 // n times) or a list of exactly n (as Gemma 3n's intermediate_size does).
 func (c *Config) IntList(key string, n int) ([]int, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: %s: want a count of values, got %d", c.Path, c.full(key), n)
+	}
 	vals, err := c.Ints(key)
 	if err != nil {
 		return nil, err
@@ -347,10 +350,11 @@ func UnknownModelType(cfg *Config, known []string) error {
 }
 
 // EOSTokenIDs returns the end-of-sequence ids at key (eos_token_id by
-// convention), which may be one integer or a list. A missing key gives nil.
+// convention), which may be one integer or a list of token ids (0 to
+// MaxVocab-1). A missing key gives nil.
 func (c *Config) EOSTokenIDs(key string) ([]int, error) {
 	if !c.Has(key) {
 		return nil, nil
 	}
-	return c.Ints(key)
+	return c.IntsIn(key, Range{0, MaxVocab - 1})
 }

@@ -8,6 +8,12 @@
 // they stay valid until Close. A Checkpoint is safe for concurrent reads;
 // Close must not race with them.
 //
+// Config's bounded accessors (Size, IntIn, IntsIn, FloatIn and their ...Or
+// forms, with the sane ranges of SizeRange) and Checkpoint's CheckDim and
+// CheckCount are what every architecture's config parser uses, so that a
+// size from config.json is checked against sane bounds and against the
+// tensors before anything is allocated from it.
+//
 // Every problem with the input (missing or truncated files, a bad header,
 // offsets past the end, overlapping tensors, dtype or shape disagreements,
 // unsupported quantization) is returned as a one-line error that names the

@@ -66,7 +66,7 @@ func ParseConfig(root *checkpoint.Config) (*Config, error) {
 	var err error
 	get := func(key string, dst *int) {
 		if err == nil {
-			*dst, err = cfg.Int(key)
+			*dst, err = cfg.Size(key)
 		}
 	}
 	c.ModelType, err = root.ModelType()
@@ -82,28 +82,28 @@ func ParseConfig(root *checkpoint.Config) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.VocabPerLayer, err = cfg.IntOr("vocab_size_per_layer_input", c.Vocab); err != nil {
+	if c.VocabPerLayer, err = cfg.SizeOr("vocab_size_per_layer_input", c.Vocab); err != nil {
 		return nil, err
 	}
-	if c.HeadDim, err = cfg.IntOr("head_dim", 0); err != nil {
+	if c.HeadDim, err = cfg.SizeOr("head_dim", 0); err != nil {
 		return nil, err
 	}
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
-	if c.AltUpInputs, err = cfg.IntOr("altup_num_inputs", 4); err != nil {
+	if c.AltUpInputs, err = cfg.SizeOr("altup_num_inputs", 4); err != nil {
 		return nil, err
 	}
-	if c.AltUpActive, err = cfg.IntOr("altup_active_idx", 0); err != nil {
+	if c.AltUpActive, err = cfg.SizeOr("altup_active_idx", 0); err != nil {
 		return nil, err
 	}
 	if c.AltUpCorrectScale, err = cfg.BoolOr("altup_correct_scale", true); err != nil {
 		return nil, err
 	}
-	if c.MaxPosition, err = cfg.IntOr("max_position_embeddings", 0); err != nil {
+	if c.MaxPosition, err = cfg.SizeOr("max_position_embeddings", 0); err != nil {
 		return nil, err
 	}
-	if c.BOS, err = cfg.IntOr("bos_token_id", -1); err != nil {
+	if c.BOS, err = cfg.SizeOr("bos_token_id", -1); err != nil {
 		return nil, err
 	}
 	if c.Eps, err = cfg.FloatOr("rms_norm_eps", 1e-6); err != nil {
@@ -140,12 +140,12 @@ func ParseConfig(root *checkpoint.Config) (*Config, error) {
 	return c, nil
 }
 
-// optFloat reads a number that may be null or absent (def then).
+// optFloat reads a non-negative number that may be null or absent (def then).
 func optFloat(cfg *checkpoint.Config, key string, def float64) (float64, error) {
 	if !cfg.Has(key) {
 		return def, nil
 	}
-	return cfg.Float(key)
+	return cfg.FloatIn(key, 0, math.MaxFloat64)
 }
 
 func intOrList(cfg *checkpoint.Config, key string, n int) ([]int, error) {
@@ -153,8 +153,9 @@ func intOrList(cfg *checkpoint.Config, key string, n int) ([]int, error) {
 	if !ok || v == nil {
 		return nil, fmt.Errorf("%s: missing %s", cfg.Path, key)
 	}
+	r, _ := checkpoint.SizeRange(key)
 	if _, isList := v.([]any); isList {
-		out, err := cfg.Ints(key)
+		out, err := cfg.IntsIn(key, r)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +164,7 @@ func intOrList(cfg *checkpoint.Config, key string, n int) ([]int, error) {
 		}
 		return out, nil
 	}
-	one, err := cfg.Int(key)
+	one, err := cfg.IntIn(key, r)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (c *Config) parseSparsity(cfg *checkpoint.Config) error {
 		return nil
 	}
 	if _, isList := v.([]any); !isList {
-		one, err := cfg.Float("activation_sparsity_pattern")
+		one, err := cfg.FloatIn("activation_sparsity_pattern", 0, math.Nextafter(1, 0))
 		if err != nil {
 			return err
 		}
@@ -239,10 +240,10 @@ func (c *Config) parseSparsity(cfg *checkpoint.Config) error {
 func (c *Config) parseRope(cfg *checkpoint.Config) error {
 	c.RopeGlobal, c.RopeLocal = 1e6, 1e4
 	var err error
-	if c.RopeGlobal, err = cfg.FloatOr("rope_theta", c.RopeGlobal); err != nil {
+	if c.RopeGlobal, err = cfg.FloatInOr("rope_theta", c.RopeGlobal, 1, 1e15); err != nil {
 		return err
 	}
-	if c.RopeLocal, err = cfg.FloatOr("rope_local_base_freq", c.RopeLocal); err != nil {
+	if c.RopeLocal, err = cfg.FloatInOr("rope_local_base_freq", c.RopeLocal, 1, 1e15); err != nil {
 		return err
 	}
 	for _, lt := range []struct {
@@ -258,7 +259,7 @@ func (c *Config) parseRope(cfg *checkpoint.Config) error {
 		} else if typ != "default" {
 			return fmt.Errorf("%s: %s.rope_type %q not supported (want default)", cfg.Path, p, typ)
 		}
-		if *lt.base, err = cfg.FloatOr(p+".rope_theta", *lt.base); err != nil {
+		if *lt.base, err = cfg.FloatInOr(p+".rope_theta", *lt.base, 1, 1e15); err != nil {
 			return err
 		}
 	}

@@ -128,6 +128,18 @@ func New(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemma3n: %w", err)
 	}
+	// Sizes from config.json must agree with the weights before anything
+	// is sized from them.
+	text := ck.Config.Text()
+	if err := ck.CheckCount(text, "num_hidden_layers", cfg.Layers, prefix+"layers."); err != nil {
+		return nil, err
+	}
+	if err := ck.CheckDim(text, "vocab_size", cfg.Vocab, prefix+"embed_tokens.weight", 0); err != nil {
+		return nil, err
+	}
+	if err := ck.CheckDim(text, "vocab_size_per_layer_input", cfg.VocabPerLayer, prefix+"embed_tokens_per_layer.weight", 0); err != nil {
+		return nil, err
+	}
 	m := &Model{cfg: cfg, be: be, ops: ops, ck: ck, eps: float32(cfg.Eps)}
 	m.scratch, m.perLay = blocks.NewArena(be), blocks.NewArena(be)
 	m.setConsts(blocks.ComputeDType(ck.Config))
