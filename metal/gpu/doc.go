@@ -3,7 +3,7 @@
 // parameter blocks, manages host-visible activation buffers, uploads weights
 // once, stages plain host tensors through a per-step arena, and hands the
 // resulting dispatches to a Driver (the Vulkan host in metal/vulkan, the
-// Metal host in package metal). Work is recorded and runs at Sync.
+// Metal host in metal/mtl). Work is recorded and runs at Sync.
 //
 // It may import tensor and metal/kernels only.
 package gpu

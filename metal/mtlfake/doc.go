@@ -1,0 +1,27 @@
+// Package mtlfake is a Linux test double of the Metal interface in
+// metal/mtl. It keeps to Apple's documented contracts and reports every
+// breach as a violation instead of undefined behaviour: no-copy buffers
+// need a page-aligned pointer and length over memory that is mapped, and
+// that memory must stay mapped until the buffer is released; binding
+// offsets are aligned (16 bytes for device buffers, 256 for constant
+// ones); a buffer stays alive until every command buffer using it has
+// completed; a dispatch's threadgroup fits the pipeline's maximum and the
+// kernel's declared size; threadgroup memory stays within 32 KB; every
+// buffer index the MSL kernel declares is bound; setBytes passes at most
+// 4 KB; command buffers and encoders are used only inside the
+// autorelease pool that made them; encoders are ended before their
+// command buffer is committed.
+//
+// The MSL handed to NewLibrary is parsed for its kernel's declared
+// [[buffer(n)]] arguments (and whether each is written) and threadgroup
+// arrays; each dispatch then runs the SPIR-V twin of the same kernel
+// (metal/kernels) on the Vulkan host (metal/vulkan: lavapipe in CI).
+// Shared buffers live in host-visible Vulkan memory, as on unified
+// memory; no-copy buffers are mirrored into Vulkan memory before each
+// command buffer runs and written bindings copied back after. Stats
+// counts the bytes Metal itself would allocate or copy, apart from the
+// caller memory no-copy buffers wrap, which is what a Mac's resident
+// memory grows by.
+//
+// It may import metal/mtl, metal/kernels, metal/gpu and metal/vulkan.
+package mtlfake

@@ -1,0 +1,246 @@
+//go:build linux
+
+package mtlfake_test
+
+import (
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mlxchat/kvcache"
+	"mlxchat/metal/gpu"
+	"mlxchat/metal/mtl"
+	"mlxchat/metal/mtlfake"
+	"mlxchat/models"
+	"mlxchat/models/synth"
+	"mlxchat/tensor"
+	"mlxchat/tensor/cpu"
+)
+
+// device returns a fake Metal device; without a Vulkan driver the test
+// skips, except under CI=true where it fails.
+func device(t *testing.T, opts mtlfake.Options) *mtlfake.Device {
+	t.Helper()
+	d, err := mtlfake.New(opts)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("fake Metal device under CI=true: %v", err)
+		}
+		t.Skipf("no Vulkan device for the fake Metal device: %v", err)
+	}
+	return d
+}
+
+// host opens the Metal host path on a fake device: the driver of
+// metal/mtl under gpu.Backend. Cleanup closes it and fails the test on
+// any contract violation the fake saw.
+func host(t *testing.T, opts mtlfake.Options) (*gpu.Backend, *mtlfake.Device) {
+	t.Helper()
+	dev := device(t, opts)
+	drv, err := mtl.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gpu.New(drv)
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+		for _, v := range dev.Violations() {
+			t.Errorf("Metal contract violation: %s", v)
+		}
+	})
+	return b, dev
+}
+
+// TestOpenChecksDevice: Open compiles every pipeline and refuses, with
+// an error naming the reason, a device without the Apple7 family, a
+// kernel that does not compile, a pipeline whose threadgroup maximum is
+// below a kernel's size and threadgroup memory below a kernel's arrays.
+func TestOpenChecksDevice(t *testing.T) {
+	cases := []struct {
+		name string
+		opts mtlfake.Options
+		want string
+	}{
+		{"no Apple7", mtlfake.Options{Families: []mtl.GPUFamily{mtl.FamilyMac2}}, "not an Apple7-family GPU"},
+		{"compile error", mtlfake.Options{FailCompile: "attn"}, "compiling kernel attn: program_source"},
+		{"small threadgroups", mtlfake.Options{MaxThreads: 128}, "needs 256 threads per threadgroup, its pipeline allows 128"},
+		{"little threadgroup memory", mtlfake.Options{ThreadgroupMemory: 4096}, "threadgroup memory"},
+		{"small buffers", mtlfake.Options{MaxBufferLength: 1 << 20}, "maxBufferLength"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dev := device(t, c.opts)
+			d, err := mtl.Open(dev)
+			if err == nil {
+				d.Close()
+				t.Fatalf("Open succeeded, want an error containing %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "metal: Fake Apple M1: ") {
+				t.Errorf("Open: %v, want an error containing %q", err, c.want)
+			}
+			if v := dev.Violations(); len(v) > 0 {
+				t.Errorf("violations: %v", v)
+			}
+		})
+	}
+	dev := device(t, mtlfake.Options{})
+	d, err := mtl.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if v := dev.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+// turn feeds ids in chunks of chunk tokens, then decodes n tokens greedily
+// from the CPU model's logits, into both models in lockstep, and compares
+// every step's logits.
+func turn(t *testing.T, onCPU, onGPU models.Model, cc, gc *kvcache.Cache, ids []int32, chunk, n int) {
+	t.Helper()
+	step := func(ids []int32) []float32 {
+		lc, err := onCPU.Forward(cc, ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg, err := onGPU.Forward(gc, ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lc.F32()
+		got := lg.F32()
+		scale := 0.0
+		for _, v := range want {
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+		worst := 0.0
+		for i := range want {
+			d := math.Abs(float64(got[i]) - float64(want[i]))
+			if math.IsNaN(float64(got[i])) || d > 1e-2*scale {
+				t.Fatalf("offset %d: logit %d = %v, cpu %v", cc.Offset(), i, got[i], want[i])
+			}
+			worst = math.Max(worst, d)
+		}
+		return append([]float32(nil), want...)
+	}
+	var last []float32
+	for i := 0; i < len(ids); i += chunk {
+		last = step(ids[i:min(i+chunk, len(ids))])
+	}
+	for range n {
+		best := 0
+		for i, v := range last {
+			if v > last[best] {
+				best = i
+			}
+		}
+		last = step([]int32{int32(best)})
+	}
+	if cc.Offset() != gc.Offset() || cc.Live() != gc.Live() {
+		t.Fatalf("caches differ: offset %d/%d, live %d/%d", cc.Offset(), gc.Offset(), cc.Live(), gc.Live())
+	}
+}
+
+// TestTinyGemma3nMetalHost runs the whole Metal host path on the fake
+// device (every call checked against Apple's contracts, every dispatch
+// run as its SPIR-V twin on lavapipe) with the tiny Gemma 3n: load,
+// chunked prefill past the sliding window and past max-kv-size (trims),
+// decode, rewind, a second turn; every step's logits match tensor/cpu.
+// The weights stay in the mapped checkpoint: one no-copy buffer per file,
+// nothing copied but the small tensors the model computes, so resident
+// memory stays near the file size; closing the model releases those
+// buffers before the file is unmapped.
+func TestTinyGemma3nMetalHost(t *testing.T) {
+	g, dev := host(t, mtlfake.Options{})
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 21}); err != nil {
+		t.Fatal(err)
+	}
+	c := cpu.New(2)
+	defer c.Close()
+	load := func(be tensor.Backend) models.Model {
+		m, err := models.Load(dir, be)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		return m
+	}
+	mc, mg := load(c), load(g)
+	defer mc.(io.Closer).Close()
+	st0 := dev.Stats()
+
+	opts := kvcache.DefaultOptions()
+	opts.MaxKV, opts.Sink, opts.Step = 32, 4, 8
+	cc, err := mc.NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := mg.NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := mc.Config().VocabSize
+	prompt := make([]int32, 26)
+	for i := range prompt {
+		prompt[i] = int32((i*41 + 3) % vocab)
+	}
+	turn(t, mc, mg, cc, gc, prompt, 10, 6)
+	back := min(3, cc.MaxRewind())
+	if back == 0 || back != gc.MaxRewind() && gc.MaxRewind() < back {
+		t.Fatalf("rewind reach cpu %d, metal %d", cc.MaxRewind(), gc.MaxRewind())
+	}
+	if err := cc.Rewind(back); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Rewind(back); err != nil {
+		t.Fatal(err)
+	}
+	second := make([]int32, 12)
+	for i := range second {
+		second[i] = int32((i*67 + 11) % vocab)
+	}
+	turn(t, mc, mg, cc, gc, second, 5, 5)
+	if cc.Stats().Trimmed == 0 || cc.Stats().Trimmed != gc.Stats().Trimmed {
+		t.Errorf("trimmed %d (cpu) / %d (metal): want equal and a trim", cc.Stats().Trimmed, gc.Stats().Trimmed)
+	}
+
+	st := dev.Stats()
+	var fileBytes int64
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fileBytes += fi.Size()
+	}
+	page := int64(os.Getpagesize())
+	t.Logf("fake Metal: %d dispatches in %d command buffers; %d no-copy buffers over %d bytes (files %d bytes); %d bytes copied, %d allocated, %d live",
+		st.Dispatches, st.CommandBuffers, st.NoCopyBuffers, st.NoCopyBytes, fileBytes, st.CopiedBytes, st.AllocatedBytes, st.LiveBytes)
+	if st.NoCopyBuffers != len(files) || st.NoCopyBytes < fileBytes || st.NoCopyBytes > fileBytes+int64(len(files))*page {
+		t.Errorf("%d no-copy buffers over %d bytes, want one per file (%d) over the %d file bytes", st.NoCopyBuffers, st.NoCopyBytes, len(files), fileBytes)
+	}
+	// Weights copied: only what the model computes at load (AltUp scales,
+	// RoPE tables), never a checkpoint tensor.
+	if st.CopiedBytes > fileBytes/20 {
+		t.Errorf("%d weight bytes copied into Metal buffers (file %d bytes): weights should bind in place", st.CopiedBytes, fileBytes)
+	}
+	if st.CommandBuffers <= st0.CommandBuffers {
+		t.Error("no command buffer ran")
+	}
+	if err := mg.(io.Closer).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := dev.Stats().NoCopyBuffers; n != st.NoCopyBuffers {
+		t.Errorf("closing the model made %d more no-copy buffers", n-st.NoCopyBuffers)
+	}
+	if v := dev.Violations(); len(v) > 0 {
+		t.Fatalf("violations: %v", v)
+	}
+}
