@@ -6,7 +6,9 @@
 // It may import engine, themes, the charm libraries (with their termenv and
 // go-runewidth) and github.com/adrg/xdg for its file locations; not models,
 // kvcache, tensor or metal. (Its tmux test builds the main package and
-// models/cmd/mkmodel and runs them as programs; it imports neither.)
+// models/cmd/mkmodel and runs them as programs; its end-to-end tests run
+// the real engine on engine/enginetest's tiny model with tensor/cpu. Only
+// tests import those.)
 //
 // # Contract with main
 //
@@ -93,6 +95,13 @@
 // "partial · interrupted" when loaded. /save FILE and
 // /load FILE use that folder for bare names. The input history is
 // $XDG_STATE_HOME/mlxchat/history.json.
+//
+// /load reads its file off the UI goroutine and takes only a regular file
+// of at most 256 MB (a FIFO, /dev/zero or a directory gets a one-line
+// error at once). A loaded conversation is repaired so that the chat can go
+// on, and the notice says how: consecutive messages of one role are merged,
+// an answer with no question before it is shown but not sent, and an
+// unanswered last message goes back into the editor.
 //
 // A conversation's file is named from its start time when it is first
 // written and created exclusively then (O_EXCL; "-2", "-3"... when taken),

@@ -7,56 +7,60 @@ import (
 	"path/filepath"
 	"strings"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"mlxchat/engine"
 	"mlxchat/themes"
 )
 
 // runCommand carries out a parsed slash command. An error is one line that
-// names the command; nothing has changed when it is returned.
-func (m *model) runCommand(c Command) error {
+// names the command; nothing has changed when it is returned. The command
+// returned, if any, finishes the work off the UI goroutine (/load reads
+// its file there).
+func (m *model) runCommand(c Command) (tea.Cmd, error) {
 	name := "/" + string(c.Name)
 	s := m.settings
 	switch c.Name {
 	case CmdKV:
 		if c.Off {
 			s.MaxKV = 0
-			return m.changeSettings(name, s, "kv cap off: the live window is unlimited")
+			return nil, m.changeSettings(name, s, "kv cap off: the live window is unlimited")
 		} else {
 			s.MaxKV = int(c.Int)
 			msg := fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV)
 			if m.meter.Live > s.MaxKV {
 				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.meter.Live)
 			}
-			return m.changeSettings(name, s, msg)
+			return nil, m.changeSettings(name, s, msg)
 		}
 	case CmdChunk:
 		s.PrefillChunk = int(c.Int)
-		return m.changeSettings(name, s, fmt.Sprintf("prefill chunk %d tokens", s.PrefillChunk))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("prefill chunk %d tokens", s.PrefillChunk))
 	case CmdTemp:
 		s.Temperature = c.Float
-		return m.changeSettings(name, s, fmt.Sprintf("temperature %g", c.Float))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("temperature %g", c.Float))
 	case CmdTopP:
 		s.TopP = c.Float
-		return m.changeSettings(name, s, fmt.Sprintf("top-p %g", c.Float))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("top-p %g", c.Float))
 	case CmdTopK:
 		s.TopK = int(c.Int)
-		return m.changeSettings(name, s, fmt.Sprintf("top-k %d", s.TopK))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("top-k %d", s.TopK))
 	case CmdMinP:
 		s.MinP = c.Float
-		return m.changeSettings(name, s, fmt.Sprintf("min-p %g", c.Float))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("min-p %g", c.Float))
 	case CmdSeed:
 		s.Seed = uint64(c.Int)
-		return m.changeSettings(name, s, fmt.Sprintf("seed %d", s.Seed))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("seed %d", s.Seed))
 	case CmdMax:
 		s.MaxTokens = int(c.Int)
-		return m.changeSettings(name, s, fmt.Sprintf("at most %d new tokens per answer", s.MaxTokens))
+		return nil, m.changeSettings(name, s, fmt.Sprintf("at most %d new tokens per answer", s.MaxTokens))
 	case CmdSystem:
 		s.System = c.Text
 		msg := "system prompt cleared"
 		if c.Text != "" {
 			msg = fmt.Sprintf("system prompt set (%d chars); the next answer prefills from the start", len(c.Text))
 		}
-		return m.changeSettings(name, s, msg)
+		return nil, m.changeSettings(name, s, msg)
 	case CmdClear:
 		m.clear()
 	case CmdStats:
@@ -64,26 +68,26 @@ func (m *model) runCommand(c Command) error {
 	case CmdTheme:
 		t, err := themes.Get(c.Text, m.noColor)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if err := m.applyTheme(t); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		m.cfg.Theme = t.Name
 		m.refresh()
 		if m.cfgPath == "" {
 			m.setNotice("theme " + t.Name)
-			return nil
+			return nil, nil
 		}
 		if err := SaveTheme(m.cfgPath, t.Name); err != nil {
 			m.setError(fmt.Errorf("%s: theme %s is on, but not saved: %w", name, t.Name, err))
-			return nil
+			return nil, nil
 		}
 		m.setNotice(fmt.Sprintf("theme %s (saved to %s)", t.Name, m.cfgPath))
 	case CmdSave:
-		return m.save(c.Text)
+		return nil, m.save(c.Text)
 	case CmdLoad:
-		return m.loadFile(c.Text)
+		return m.startLoad(c.Text)
 	case CmdModel:
 		m.addInfo(m.modelText())
 	case CmdHelp:
@@ -91,7 +95,7 @@ func (m *model) runCommand(c Command) error {
 	case CmdQuit:
 		m.quit()
 	}
-	return nil
+	return nil, nil
 }
 
 // changeSettings validates s, sends it to the engine and shows okMsg. On a
@@ -161,16 +165,47 @@ func (m *model) save(name string) error {
 	return nil
 }
 
+// loadedMsg carries a conversation file read off the UI goroutine.
+type loadedMsg struct {
+	name string // the /load argument
+	path string
+	file conversationFile
+	err  error
+}
+
+// startLoad begins /load NAME: the file is found and read by the returned
+// command, off the UI goroutine, so a slow, huge or blocking file cannot
+// freeze the chat; applyLoad takes the result.
+func (m *model) startLoad(name string) (tea.Cmd, error) {
+	if m.gen != nil {
+		return nil, errors.New("/load: an answer is running, press Esc first")
+	}
+	if m.loading != "" {
+		return nil, fmt.Errorf("/load: still reading %s", m.loading)
+	}
+	m.loading = name
+	m.setNotice("reading " + name + "…")
+	convDir := m.convDir
+	return func() tea.Msg {
+		path, err := findConversation(convDir, name)
+		if err != nil {
+			return loadedMsg{name: name, err: err}
+		}
+		c, err := loadConversation(path)
+		return loadedMsg{name: name, path: path, file: c, err: err}
+	}, nil
+}
+
 // findConversation resolves a /load argument: the path as given (".json"
 // added when it has no extension), else the same name in the conversations
-// folder.
-func (m *model) findConversation(name string) (string, error) {
+// folder convDir.
+func findConversation(convDir, name string) (string, error) {
 	cands := []string{name}
 	if filepath.Ext(name) == "" {
 		cands = append(cands, name+".json")
 	}
-	if m.convDir != "" {
-		cands = append(cands, resolveConversationPath(m.convDir, name))
+	if convDir != "" {
+		cands = append(cands, resolveConversationPath(convDir, name))
 	}
 	for _, c := range cands {
 		if st, err := os.Stat(c); err == nil && !st.IsDir() {
@@ -178,44 +213,72 @@ func (m *model) findConversation(name string) (string, error) {
 		}
 	}
 	where := ""
-	if m.convDir != "" {
-		where = " or in " + m.convDir
+	if convDir != "" {
+		where = " or in " + convDir
 	}
 	return "", fmt.Errorf("no file %q here%s", name, where)
 }
 
-// loadFile replaces the conversation with a saved one.
-func (m *model) loadFile(name string) error {
-	if m.gen != nil {
-		return errors.New("/load: an answer is running, press Esc first")
+// applyLoad replaces the conversation with a file startLoad read. The
+// file is repaired so that the chat can go on (repairConversation): the
+// notice says what was repaired, and an unanswered last message goes back
+// into the editor. A failure leaves the chat as it was and puts the
+// command back into an empty editor, to be fixed.
+func (m *model) applyLoad(msg loadedMsg) {
+	m.loading = ""
+	if msg.err == nil && m.gen != nil {
+		msg.err = errors.New("an answer started meanwhile, press Esc first")
 	}
-	path, err := m.findConversation(name)
-	if err != nil {
-		return fmt.Errorf("/load: %w", err)
+	if msg.err != nil {
+		if m.ta.Value() == "" {
+			m.ta.SetValue("/load " + msg.name)
+			m.afterEdit()
+		}
+		m.setError(fmt.Errorf("/load: %w", msg.err))
+		return
 	}
-	c, err := loadConversation(path)
-	if err != nil {
-		return fmt.Errorf("/load: %w", err)
-	}
+	path, c := msg.path, msg.file
+	fixed, repairs, unanswered := repairConversation(c)
 	m.autosave() // keep the conversation we are leaving
 	m.turns = m.turns[:0:0]
-	for _, sm := range c.Messages {
+	for _, sm := range fixed.Messages {
 		t := turn{content: sm.Content, partial: sm.Partial}
-		if sm.Role == engine.RoleUser {
+		switch {
+		case sm.Role == engine.RoleUser:
 			t.kind = turnUser
 			t.display = sm.Content
 			if sm.Display != "" {
 				t.display = sm.Display
 			}
-		} else {
+		case sm.Role == engine.RoleAssistant && sm.Note == noteOrphan:
+			t.kind = turnInfo
+			t.content = "(an answer from the file without a question before it; not sent to the model)\n" + sm.Content
+		default:
 			t.kind = turnAssistant
 			t.note = loadedNote(sm)
 		}
 		m.turns = append(m.turns, t)
 	}
-	if m.ta.Value() == "" && c.Draft != "" {
-		m.ta.SetValue(c.Draft)
-		m.pastes.blocks = append([]pasteBlock(nil), c.DraftPastes...)
+	draft, blocks := c.Draft, append([]pasteBlock(nil), c.DraftPastes...)
+	if unanswered != nil {
+		text := unanswered.Content
+		if isLongPaste(text, m.cfg.PasteMinChars, m.cfg.PasteMinLines) {
+			text = m.pastes.add(text, m.count) // collapsed again, exact text kept
+			blocks = append(m.pastes.blocks[len(m.pastes.blocks)-1:], blocks...)
+			m.pastes.blocks = nil
+		}
+		if draft != "" {
+			text += "\n" + draft
+		}
+		draft = text
+	}
+	if draft != "" {
+		if cur := m.ta.Value(); cur != "" {
+			draft += "\n" + cur
+			blocks = append(blocks, m.pastes.present(cur)...)
+		}
+		m.ta.SetValue(draft)
+		m.pastes.blocks = blocks
 		m.afterEdit()
 	}
 	if c.System != m.settings.System {
@@ -235,11 +298,100 @@ func (m *model) loadFile(name string) error {
 			m.saver.start(m.convDir, m.now())
 		}
 	}
-	m.setNotice(fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path))
+	notice := fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path)
+	if len(repairs) > 0 {
+		notice += "; repaired: " + strings.Join(repairs, "; ")
+	}
+	m.setNotice(notice)
 	m.autosave()
 	m.refresh()
 	m.vp.GotoBottom()
-	return nil
+}
+
+// noteOrphan marks, inside repairConversation, an answer that has no
+// question before it.
+const noteOrphan = "\x00orphan"
+
+// repairConversation makes a loaded conversation one the model accepts:
+// roles alternate user, assistant, user... (chat templates such as
+// Gemma's refuse anything else). What a crash or an older version left
+// is mended, never dropped: consecutive messages of one role are merged
+// into one (texts joined by a blank line), an answer with no question
+// before it is kept for display only (Note noteOrphan), and a last user
+// message that has no answer is taken out and returned, for the editor.
+// repairs says, in words, what was changed (nil when nothing was).
+func repairConversation(c conversationFile) (fixed conversationFile, repairs []string, unanswered *savedMessage) {
+	fixed = c
+	fixed.Messages = nil
+	merged := map[string]int{}
+	orphans := 0
+	for _, sm := range c.Messages {
+		n := len(fixed.Messages)
+		switch {
+		case n > 0 && fixed.Messages[n-1].Role == sm.Role && fixed.Messages[n-1].Note != noteOrphan:
+			prev := &fixed.Messages[n-1]
+			pd, sd := prev.Display, sm.Display
+			if pd == "" {
+				pd = prev.Content
+			}
+			if sd == "" {
+				sd = sm.Content
+			}
+			prev.Content += "\n\n" + sm.Content
+			if pd+"\n\n"+sd != prev.Content {
+				prev.Display = pd + "\n\n" + sd
+			}
+			prev.Partial = prev.Partial || sm.Partial
+			if sm.Note != "" {
+				prev.Note = sm.Note
+			}
+			merged[sm.Role]++
+		case sm.Role == engine.RoleAssistant && (n == 0 || fixed.Messages[n-1].Note == noteOrphan) && !hasUser(fixed.Messages):
+			sm.Note = noteOrphan
+			fixed.Messages = append(fixed.Messages, sm)
+			orphans++
+		default:
+			fixed.Messages = append(fixed.Messages, sm)
+		}
+	}
+	for _, role := range []string{engine.RoleUser, engine.RoleAssistant} {
+		if k := merged[role]; k > 0 {
+			repairs = append(repairs, fmt.Sprintf("merged %s into the %s message before %s", plural(k, role+" message"), role, pronoun(k)))
+		}
+	}
+	if orphans > 0 {
+		repairs = append(repairs, fmt.Sprintf("%s without a question kept for display only", plural(orphans, "answer")))
+	}
+	if n := len(fixed.Messages); n > 0 && fixed.Messages[n-1].Role == engine.RoleUser {
+		last := fixed.Messages[n-1]
+		unanswered = &last
+		fixed.Messages = fixed.Messages[:n-1]
+		repairs = append(repairs, "the last message had no answer and is back in the editor")
+	}
+	return fixed, repairs, unanswered
+}
+
+func hasUser(msgs []savedMessage) bool {
+	for _, sm := range msgs {
+		if sm.Role == engine.RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // addInfo appends command output to the view (not part of the chat).

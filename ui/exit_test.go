@@ -49,7 +49,7 @@ func TestQuitWhileStreamingSavesPartial(t *testing.T) {
 			m2, _ := newTestModel(t)
 			ready(m2)
 			typeText(m2, "/load "+m.saver.currentPath())
-			press(m2, tea.KeyEnter)
+			enter(m2)
 			if s := screen(m2); !strings.Contains(s, "Once upon a time") || !strings.Contains(s, "tiny-model · partial · interrupted") {
 				t.Errorf("loaded partial answer not shown as partial:\n%s", s)
 			}

@@ -133,6 +133,8 @@ type model struct {
 	histPath  string
 	// stateWarning says why the state dir given was not used (shown once).
 	stateWarning string
+	// loading is the /load argument being read ("" = none).
+	loading string
 	// saveErr is the last save error shown, so a save that keeps failing
 	// the same way is reported once, not on every tick.
 	saveErr string
@@ -396,6 +398,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds = append(cmds, c)
 	case signalMsg:
 		m.quit()
+	case loadedMsg:
+		m.applyLoad(msg)
 	case tea.KeyMsg:
 		cmds = append(cmds, m.handleKey(msg))
 	default:
@@ -731,12 +735,13 @@ func (m *model) submit() tea.Cmd {
 		}
 		m.pushHistory(historyEntry{Text: strings.TrimSpace(text)})
 		m.ta.Reset()
-		if err := m.runCommand(c); err != nil {
+		cmd, err := m.runCommand(c)
+		if err != nil {
 			m.ta.SetValue(text) // the command stays in the editor to be fixed
 			m.setError(err)
 		}
 		m.afterEdit()
-		return nil
+		return cmd
 	}
 	if !m.ready {
 		m.setError(fmt.Errorf("the model is still loading; your message stays here until it is ready"))

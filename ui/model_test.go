@@ -122,6 +122,18 @@ func paste(m *model, s string) {
 
 func screen(m *model) string { return stripANSI(m.View()) }
 
+// enter presses Enter and, when that starts a /load, runs its read and
+// hands the result back, as bubbletea does.
+func enter(m *model) {
+	if c := m.handleKey(tea.KeyMsg{Type: tea.KeyEnter}); c != nil {
+		if msg, ok := c().(loadedMsg); ok {
+			update(m, msg)
+			return
+		}
+	}
+	update(m, struct{}{})
+}
+
 func hdr(id engine.RequestID, at time.Duration) engine.Header {
 	return engine.Header{ID: id, At: t0.Add(at)}
 }
@@ -361,7 +373,7 @@ func TestBadCommand(t *testing.T) {
 			before := screen(m)
 			settings := m.settings
 			typeText(m, tc.line)
-			press(m, tea.KeyEnter)
+			enter(m)
 			if n := len(fe.requests()); n != 0 {
 				t.Errorf("bad command submitted %d requests: %#v", n, fe.requests())
 			}
@@ -874,7 +886,7 @@ func TestSaveLoadClear(t *testing.T) {
 	typeText(m, "/system")
 	press(m, tea.KeyEnter)
 	typeText(m, "/load mine")
-	press(m, tea.KeyEnter)
+	enter(m)
 	conv := m.conversation()
 	if len(conv) != 2 || conv[1].Content != "Hello." || m.settings.System != "Be brief." {
 		t.Fatalf("/load: %#v system %q", conv, m.settings.System)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -99,11 +101,17 @@ func saveConversation(path string, c conversationFile) error {
 	return writeFileAtomic(path, append(data, '\n'), 0o700, 0o600)
 }
 
-// loadConversation reads a conversation file and checks its roles.
+// maxConversationBytes bounds a conversation file /load reads (a chat
+// with several 10 MB pastes fits; /dev/zero does not).
+const maxConversationBytes = 256 << 20
+
+// loadConversation reads a conversation file and checks its roles. Only a
+// regular file of at most maxConversationBytes is read: a FIFO, a device
+// such as /dev/zero or a directory is refused at once, without blocking.
 func loadConversation(path string) (conversationFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegularFile(path, maxConversationBytes)
 	if err != nil {
-		return conversationFile{}, fmt.Errorf("loading conversation: %w", err)
+		return conversationFile{}, err
 	}
 	var c conversationFile
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -118,6 +126,56 @@ func loadConversation(path string) (conversationFile, error) {
 		}
 	}
 	return c, nil
+}
+
+// readRegularFile reads path if it is a regular file of at most limit
+// bytes. It opens without blocking (O_NONBLOCK: a FIFO with no writer
+// would otherwise wait forever), checks the kind of file on the open
+// descriptor, and reads at most limit+1 bytes, so a file that grows while
+// it is read cannot run memory out either.
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, expected a regular file", path, fileKind(st.Mode()))
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %s, expected at most %s", path, formatBytes(st.Size()), formatBytes(limit))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s grew past %s while it was read", path, formatBytes(limit))
+	}
+	return data, nil
+}
+
+// fileKind names a file mode for an error: "a directory", "a named pipe"...
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file"
 }
 
 // resolveConversationPath maps a /save or /load argument to a file: a bare

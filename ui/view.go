@@ -186,48 +186,54 @@ func (m *model) View() string {
 	return strings.Join(parts, "\n")
 }
 
-// maxNoticeLines is how many lines an error notice may wrap to (the
-// conversation gives up the room); other notices take one line.
+// maxNoticeLines is how many lines a notice may wrap to (the conversation
+// gives up the room); completions and key hints take one line.
 const maxNoticeLines = 3
 
 // noticeLines is the message area: errors, confirmations, completions, or
-// key hints. An error wraps to at most maxNoticeLines (at most a third of
-// the screen); when it is longer still its cause comes first (causeFirst).
+// key hints. Errors and confirmations wrap (wrapNotice).
 func (m *model) noticeLines() []string {
 	var s string
 	switch {
 	case len(m.completions) > 0:
 		s = m.theme.Dim.Render("  " + strings.Join(m.completions, "  "))
-	case m.notice != "" && m.noticeErr:
-		limit := max(1, min(maxNoticeLines, m.height/3))
-		w := max(m.width-2, 1)
-		text := m.notice
-		lines := strings.Split(ansi.Wrap(text, w, ""), "\n")
-		if len(lines) > limit {
-			text = causeFirst(m.notice, m.noticeCause, w*limit)
-			lines = strings.Split(ansi.Wrap(text, w, ""), "\n")
-		}
-		if len(lines) > limit {
-			lines = lines[:limit]
-			lines[limit-1] = ansi.Truncate(lines[limit-1]+" …", w, "…")
-		}
-		out := make([]string, len(lines))
-		for i, l := range lines {
-			lead := "  "
-			if i == 0 {
-				lead = "✗ "
-			}
-			out[i] = ansi.Truncate(m.theme.Error.Render(lead+l), m.width, "…")
-		}
-		return out
 	case m.notice != "":
-		s = m.theme.Info.Render("• " + m.notice)
+		return m.wrapNotice()
 	case m.gen != nil:
 		s = m.theme.Dim.Render("Esc stop · PgUp/PgDn scroll · Ctrl+C twice quit")
 	default:
 		s = m.theme.Dim.Render("Enter send · Alt+Enter newline · ↑↓ history · Tab complete · /help · Ctrl+C twice quit")
 	}
 	return []string{ansi.Truncate(s, m.width, "…")}
+}
+
+// wrapNotice wraps the notice to at most maxNoticeLines (and a third of
+// the screen); an error longer still shows its cause first (causeFirst).
+func (m *model) wrapNotice() []string {
+	limit := max(1, min(maxNoticeLines, m.height/3))
+	w := max(m.width-2, 1)
+	text := m.notice
+	lines := strings.Split(ansi.Wrap(text, w, ""), "\n")
+	if len(lines) > limit && m.noticeErr {
+		text = causeFirst(m.notice, m.noticeCause, w*limit)
+		lines = strings.Split(ansi.Wrap(text, w, ""), "\n")
+	}
+	if len(lines) > limit {
+		lines = lines[:limit]
+		lines[limit-1] = ansi.Truncate(lines[limit-1]+" …", w, "…")
+	}
+	style, mark := m.theme.Info, "• "
+	if m.noticeErr {
+		style, mark = m.theme.Error, "✗ "
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if i > 0 {
+			mark = "  "
+		}
+		out[i] = ansi.Truncate(style.Render(mark+l), m.width, "…")
+	}
+	return out
 }
 
 // fitNotice gives the notice area the lines the notice needs.

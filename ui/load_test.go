@@ -1,0 +1,186 @@
+package ui
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"mlxchat/engine"
+)
+
+// TestLoadRefusesNonRegularFiles: /load of a device, a FIFO with no
+// writer, a directory or a huge file answers at once with one line naming
+// the file and what was expected, and the chat is unchanged.
+func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(maxConversationBytes + 1) // sparse: no disk used
+	f.Close()
+	sub := filepath.Join(dir, "sub.json")
+	os.Mkdir(sub, 0o700)
+	tests := []struct{ path, want string }{
+		{"/dev/zero", "/dev/zero is a character device, expected a regular file"},
+		{fifo, fifo + " is a named pipe (FIFO), expected a regular file"},
+		{huge, huge + " is 256.0 MB, expected at most 256.0 MB"},
+		{sub, `no file "` + sub + `"`},
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			m, fe := newTestModel(t)
+			ready(m)
+			_, id := send(t, m, fe, "keep me")
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "kept"})
+			typeText(m, "/load "+tc.path)
+			start := time.Now()
+			cmd := m.handleKey(tea.KeyMsg{Type: tea.KeyEnter})
+			if cmd == nil {
+				t.Fatal("/load returned no read command")
+			}
+			done := make(chan tea.Msg, 1)
+			go func() { done <- cmd() }()
+			select {
+			case msg := <-done:
+				update(m, msg)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("reading %s blocks", tc.path)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("refusing %s took %v", tc.path, d)
+			}
+			if s := noticeOf(screen(m)); !strings.Contains(s, "✗ /load: "+tc.want) {
+				t.Errorf("notice %q, want %q", s, tc.want)
+			}
+			if conv := m.conversation(); len(conv) != 2 || conv[1].Content != "kept" {
+				t.Errorf("conversation changed: %+v", conv)
+			}
+			if m.ta.Value() != "/load "+tc.path {
+				t.Errorf("editor %q, want the command back to fix", m.ta.Value())
+			}
+		})
+	}
+}
+
+// TestLoadDoesNotBlockTheUI: the read happens in the command, never in
+// Update, so keys typed while a file is read are handled.
+func TestLoadDoesNotBlockTheUI(t *testing.T) {
+	m, _ := newTestModel(t)
+	ready(m)
+	typeText(m, "/load /dev/zero")
+	press(m, tea.KeyEnter) // Update returns without running the read
+	if m.loading == "" || !strings.Contains(screen(m), "reading /dev/zero…") {
+		t.Fatalf("no read in progress:\n%s", screen(m))
+	}
+	typeText(m, "typed meanwhile")
+	if m.ta.Value() != "typed meanwhile" {
+		t.Errorf("editor %q while a load runs", m.ta.Value())
+	}
+}
+
+func TestRepairConversation(t *testing.T) {
+	u := func(s string) savedMessage { return savedMessage{Role: "user", Content: s} }
+	a := func(s string) savedMessage { return savedMessage{Role: "assistant", Content: s} }
+	tests := []struct {
+		name       string
+		in         []savedMessage
+		want       []savedMessage
+		repairs    []string
+		unanswered string
+	}{
+		{"fine", []savedMessage{u("q"), a("r")}, []savedMessage{u("q"), a("r")}, nil, ""},
+		{"ends with a question", []savedMessage{u("q"), a("r"), u("next")}, []savedMessage{u("q"), a("r")},
+			[]string{"the last message had no answer and is back in the editor"}, "next"},
+		{"two questions in a row", []savedMessage{u("q1"), u("q2"), a("r")}, []savedMessage{u("q1\n\nq2"), a("r")},
+			[]string{"merged 1 user message into the user message before it"}, ""},
+		{"crash: question, question, question", []savedMessage{u("q1"), a("r"), u("q2"), u("q3")}, []savedMessage{u("q1"), a("r")},
+			[]string{"merged 1 user message into the user message before it", "the last message had no answer and is back in the editor"}, "q2\n\nq3"},
+		{"two answers in a row", []savedMessage{u("q"), a("r1"), {Role: "assistant", Content: "r2", Partial: true, Note: "stopped"}},
+			[]savedMessage{u("q"), {Role: "assistant", Content: "r1\n\nr2", Partial: true, Note: "stopped"}},
+			[]string{"merged 1 assistant message into the assistant message before it"}, ""},
+		{"answer first", []savedMessage{a("hello"), u("q"), a("r")},
+			[]savedMessage{{Role: "assistant", Content: "hello", Note: noteOrphan}, u("q"), a("r")},
+			[]string{"1 answer without a question kept for display only"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fixed, repairs, un := repairConversation(conversationFile{Messages: tc.in})
+			if !reflect.DeepEqual(fixed.Messages, tc.want) {
+				t.Errorf("messages %+v, want %+v", fixed.Messages, tc.want)
+			}
+			if !reflect.DeepEqual(repairs, tc.repairs) {
+				t.Errorf("repairs %q, want %q", repairs, tc.repairs)
+			}
+			got := ""
+			if un != nil {
+				got = un.Content
+			}
+			if got != tc.unanswered {
+				t.Errorf("unanswered %q, want %q", got, tc.unanswered)
+			}
+			// What is sent always alternates, starting with a question.
+			for i, sm := range fixed.Messages {
+				if sm.Note == noteOrphan {
+					continue
+				}
+				if want := []string{"user", "assistant"}[(i-orphansBefore(fixed.Messages, i))%2]; sm.Role != want {
+					t.Errorf("message %d role %s, want %s", i, sm.Role, want)
+				}
+			}
+		})
+	}
+}
+
+func orphansBefore(msgs []savedMessage, i int) int {
+	n := 0
+	for _, sm := range msgs[:i] {
+		if sm.Note == noteOrphan {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLoadRepairPutsUnansweredBack: a file that ends with a question loads
+// with the question back in the editor (above the file's draft), a long
+// one collapsed again, and the notice says what was repaired.
+func TestLoadRepairPutsUnansweredBack(t *testing.T) {
+	m, fe := newTestModel(t)
+	ready(m)
+	doc := strings.Repeat("a long document line\n", 80)
+	path := filepath.Join(t.TempDir(), "crash.json")
+	if err := saveConversation(path, conversationFile{Messages: []savedMessage{
+		{Role: "user", Content: "q1"}, {Role: "assistant", Content: "r1"},
+		{Role: "user", Content: "summarize:\n" + doc}, {Role: "user", Content: "please"},
+	}, Draft: "draft text"}); err != nil {
+		t.Fatal(err)
+	}
+	typeText(m, "/load "+path)
+	enter(m)
+	if s := noticeOf(screen(m)); !strings.Contains(s, "repaired: merged 1 user message") || !strings.Contains(s, "back in the editor") {
+		t.Errorf("notice %q does not say what was repaired", s)
+	}
+	v := m.ta.Value()
+	if !strings.HasPrefix(v, "[pasted") || !strings.HasSuffix(v, "\ndraft text") {
+		t.Errorf("editor %q, want the collapsed question, then the draft", v)
+	}
+	press(m, tea.KeyEnter)
+	g, _ := lastOf[engine.Generate](t, fe)
+	want := []engine.Message{{Role: "user", Content: "q1"}, {Role: "assistant", Content: "r1"},
+		{Role: "user", Content: "summarize:\n" + doc + "\n\nplease\ndraft text"}}
+	if !reflect.DeepEqual(g.Conversation, want) {
+		t.Errorf("sent %+v", g.Conversation)
+	}
+}
