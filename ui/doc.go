@@ -3,8 +3,9 @@
 // It talks to the engine only through engine's request and event types and
 // never touches tensors.
 //
-// It may import engine, themes, the charm libraries (with their termenv and
-// go-runewidth) and github.com/adrg/xdg for its file locations; not models,
+// It may import engine, themes, the charm libraries (with their termenv,
+// go-runewidth and cancelreader) and github.com/adrg/xdg for its file
+// locations; not models,
 // kvcache, tensor or metal. (Its tmux test builds the main package and
 // models/cmd/mkmodel and runs them as programs; its end-to-end tests run
 // the real engine on engine/enginetest's tiny model with tensor/cpu. Only
@@ -67,7 +68,16 @@
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
 // shown in the editor as one block "[pasted: 2,631 tokens, 11 KB]" (the count
 // is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E
-// expands the blocks into editable text.
+// expands the blocks into editable text. From 256 KB on the tokens are
+// counted off the UI goroutine: the block reads "[pasted: 10.0 MB,
+// counting tokens…]" and the notice line shows the progress until the
+// count replaces it (Enter sends meanwhile).
+//
+// Run reads the terminal itself (raw mode, restored on exit) and passes
+// bubbletea the input through pasteInput, which cuts each bracketed paste
+// out whole in linear time (bubbletea's own reader is quadratic in the
+// paste: 10 MB took ~80 s) and makes invalid UTF-8 visible as U+FFFD
+// instead of dropping it.
 //
 // # Commands
 //

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
@@ -133,6 +134,13 @@ type model struct {
 	histPath  string
 	// stateWarning says why the state dir given was not used (shown once).
 	stateWarning string
+	// input cuts pastes out of the terminal input (Run); nil in tests that
+	// send pastes as KeyMsgs directly.
+	input *pasteInput
+	// counting holds the pastes whose tokens are being counted, by label.
+	counting    map[string]countJob
+	countNotice string // the progress notice last shown
+	countFrame  int
 	// loading is the /load argument being read ("" = none).
 	loading string
 	// saveErr is the last save error shown, so a save that keeps failing
@@ -229,6 +237,7 @@ func newModel(c modelConfig) (*model, error) {
 		settings:  c.settings,
 		confirmed: c.settings,
 		pendingSt: map[engine.RequestID]engine.Settings{},
+		counting:  map[string]countJob{},
 		history:   c.history,
 		histIdx:   len(c.history),
 		width:     80,
@@ -400,6 +409,15 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.quit()
 	case loadedMsg:
 		m.applyLoad(msg)
+	case pasteCountedMsg:
+		m.pasteCounted(msg)
+	case countTickMsg:
+		if len(m.counting) > 0 {
+			if m.notice == m.countNotice {
+				m.showCounting()
+			}
+			cmds = append(cmds, countTick())
+		}
 	case tea.KeyMsg:
 		cmds = append(cmds, m.handleKey(msg))
 	default:
@@ -596,7 +614,14 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 	}
 	m.quitArmed = false
 	if k.Paste {
-		return m.handlePaste(string(k.Runes))
+		s := string(k.Runes)
+		if t, ok := m.input.take(s); ok {
+			if t.cut > 0 {
+				defer m.setError(fmt.Errorf("paste cut: only the first %s of %s were kept", formatBytes(maxPasteBytes), formatBytes(maxPasteBytes+t.cut)))
+			}
+			s = t.text
+		}
+		return m.handlePaste(s)
 	}
 	switch k.String() {
 	case "enter":
@@ -675,16 +700,141 @@ func (m *model) handlePaste(s string) tea.Cmd {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
 	if isLongPaste(s, m.cfg.PasteMinChars, m.cfg.PasteMinLines) {
-		label := m.pastes.add(s, m.count)
+		if m.count == nil || len(s) < asyncCountBytes {
+			label := m.pastes.add(s, m.count)
+			m.ta.InsertString(label)
+			m.afterEdit()
+			m.saveDraft(true)
+			return nil
+		}
+		label, seq := m.pastes.addCounting(s)
 		m.ta.InsertString(label)
 		m.afterEdit()
 		m.saveDraft(true)
-		return nil
+		first := len(m.counting) == 0
+		m.counting[label] = countJob{bytes: len(s), start: m.now()}
+		m.showCounting()
+		count := m.count
+		cmds := []tea.Cmd{func() tea.Msg {
+			n, est := countTokens(count, s)
+			return pasteCountedMsg{label: label, final: pasteLabel(n, est, len(s), seq)}
+		}}
+		if first {
+			cmds = append(cmds, countTick())
+		}
+		return tea.Batch(cmds...)
 	}
 	m.ta.InsertString(s)
 	m.afterEdit()
 	m.saveDraft(true)
 	return nil
+}
+
+// countJob is a paste whose tokens are being counted.
+type countJob struct {
+	bytes int
+	start time.Time
+}
+
+// Messages of the token count of a large paste.
+type (
+	pasteCountedMsg struct{ label, final string }
+	countTickMsg    struct{}
+)
+
+const countTickEvery = 100 * time.Millisecond
+
+func countTick() tea.Cmd {
+	return tea.Tick(countTickEvery, func(time.Time) tea.Msg { return countTickMsg{} })
+}
+
+// showCounting puts the count's progress on the notice line: the size
+// being tokenized and the time so far.
+func (m *model) showCounting() {
+	total, since := 0, m.now()
+	for _, j := range m.counting {
+		total += j.bytes
+		if j.start.Before(since) {
+			since = j.start
+		}
+	}
+	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+	el := m.now().Sub(since)
+	m.countFrame++
+	m.setNotice(fmt.Sprintf("%s counting the tokens of the %s paste… %.1f s (Enter sends it meanwhile)",
+		frames[m.countFrame%len(frames)], formatBytes(int64(total)), el.Seconds()))
+	m.countNotice = m.notice
+}
+
+// pasteCounted swaps a counted paste's provisional label for the final one
+// wherever it is: the editor, the sent message, the history.
+func (m *model) pasteCounted(msg pasteCountedMsg) {
+	delete(m.counting, msg.label)
+	m.relabel(msg.label, msg.final)
+	if len(m.counting) == 0 && m.notice == m.countNotice {
+		m.setNotice(fmt.Sprintf("paste counted: %s", strings.Trim(msg.final, "[]")))
+	}
+	m.saveDraft(false)
+}
+
+// relabel renames a paste block in the editor (keeping the cursor), in
+// sent turns and in the history.
+func (m *model) relabel(old, label string) {
+	if m.pastes.relabel(old, label) {
+		m.replaceInEditor(old, label)
+	}
+	for i := range m.turns {
+		t := &m.turns[i]
+		if t.kind == turnUser && strings.Contains(t.display, old) {
+			t.display = strings.Replace(t.display, old, label, 1)
+			t.pastes = relabelBlocks(t.pastes, old, label)
+			t.outOK = false
+			m.dirty = true
+		}
+	}
+	for i := range m.history {
+		if e := &m.history[i]; strings.Contains(e.Text, old) {
+			e.Text = strings.Replace(e.Text, old, label, 1)
+			e.Pastes = relabelBlocks(e.Pastes, old, label)
+		}
+	}
+}
+
+// relabelBlocks returns a copy of blocks with old renamed (the slices of
+// a turn and its history entry may share an array).
+func relabelBlocks(blocks []pasteBlock, old, label string) []pasteBlock {
+	out := append([]pasteBlock(nil), blocks...)
+	for i := range out {
+		if out[i].Label == old {
+			out[i].Label = label
+		}
+	}
+	return out
+}
+
+// replaceInEditor replaces the first old in the editor by s and puts the
+// cursor back where it was (shifted when the change is before it).
+func (m *model) replaceInEditor(old, s string) {
+	v := m.ta.Value()
+	i := strings.Index(v, old)
+	if i < 0 {
+		return
+	}
+	row := m.ta.Line()
+	li := m.ta.LineInfo()
+	col := li.StartColumn + li.ColumnOffset
+	labelRow := strings.Count(v[:i], "\n")
+	if labelRow == row {
+		lineStart := strings.LastIndex(v[:i], "\n") + 1
+		if at := utf8.RuneCountInString(v[lineStart:i]); at < col {
+			col += utf8.RuneCountInString(s) - utf8.RuneCountInString(old)
+		}
+	}
+	m.ta.SetValue(v[:i] + s + v[i+len(old):])
+	for n := 0; m.ta.Line() > row && n < 1<<16; n++ {
+		m.ta.CursorUp()
+	}
+	m.ta.SetCursor(col)
 }
 
 // expandPastes replaces the collapsed blocks in the editor by their text.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Paste thresholds: a bracketed paste at least this long is collapsed into a
@@ -27,7 +28,7 @@ type pasteBlock struct {
 
 // isLongPaste reports whether a paste should be collapsed.
 func isLongPaste(s string, minChars, minLines int) bool {
-	if minChars > 0 && len([]rune(s)) >= minChars {
+	if minChars > 0 && utf8.RuneCountInString(s) >= minChars {
 		return true
 	}
 	return minLines > 0 && strings.Count(s, "\n")+1 >= minLines
@@ -110,6 +111,35 @@ func (p *pasteSet) add(content string, count TokenCounter) string {
 	label := pasteLabel(tokens, est, len(content), seq)
 	p.blocks = append(p.blocks, pasteBlock{Label: label, Content: content})
 	return label
+}
+
+// asyncCountBytes is the paste size from which tokens are counted off the
+// UI goroutine, with progress on the notice line.
+const asyncCountBytes = 256 << 10
+
+// addCounting registers a paste whose tokens are still being counted and
+// returns its provisional label, e.g. "[pasted: 10.0 MB, counting
+// tokens…]"; counted swaps it for the final one.
+func (p *pasteSet) addCounting(content string) (label string, seq int) {
+	seq = len(p.blocks) + 1
+	tag := ""
+	if seq > 1 {
+		tag = " #" + strconv.Itoa(seq)
+	}
+	label = fmt.Sprintf("[pasted%s: %s, counting tokens…]", tag, formatBytes(int64(len(content))))
+	p.blocks = append(p.blocks, pasteBlock{Label: label, Content: content})
+	return label, seq
+}
+
+// relabel renames a block; it reports whether the set had it.
+func (p *pasteSet) relabel(old, label string) bool {
+	for i := range p.blocks {
+		if p.blocks[i].Label == old {
+			p.blocks[i].Label = label
+			return true
+		}
+	}
+	return false
 }
 
 // expand replaces every label that still appears in text by its paste. A

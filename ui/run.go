@@ -14,6 +14,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+	"github.com/muesli/cancelreader"
 	"github.com/muesli/termenv"
 
 	"mlxchat/engine"
@@ -139,9 +141,12 @@ func Run(ctx context.Context, opts Options) error {
 	if !opts.Inline {
 		popts = append(popts, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	}
-	if opts.Input != nil {
-		popts = append(popts, tea.WithInput(opts.Input))
+	input, stopInput, err := m.filterInput(opts.Input)
+	if err != nil {
+		return err
 	}
+	defer stopInput()
+	popts = append(popts, tea.WithInput(input))
 	if opts.Output != nil {
 		popts = append(popts, tea.WithOutput(opts.Output))
 	}
@@ -239,4 +244,42 @@ func runProgram(ctx context.Context, p *tea.Program) (err error, settled bool) {
 			return ctx.Err(), false
 		}
 	}
+}
+
+// filterInput starts pasteInput between in (nil = stdin) and bubbletea and
+// returns the end bubbletea reads. A terminal is put into raw mode here
+// (bubbletea only does that for a terminal it reads itself); stop restores
+// it and stops the filter.
+func (m *model) filterInput(in io.Reader) (io.Reader, func(), error) {
+	if in == nil {
+		in = os.Stdin
+	}
+	restore := func() {}
+	if f, ok := in.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		st, err := term.MakeRaw(f.Fd())
+		if err != nil {
+			return nil, nil, fmt.Errorf("terminal raw mode: %w", err)
+		}
+		restore = func() { _ = term.Restore(f.Fd(), st) }
+	}
+	src, err := cancelreader.NewReader(in)
+	if err != nil {
+		restore()
+		return nil, nil, fmt.Errorf("terminal input: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		restore()
+		return nil, nil, fmt.Errorf("terminal input: %w", err)
+	}
+	m.input = newPasteInput()
+	go func() { _ = m.input.copy(pw, src) }()
+	stop := func() {
+		src.Cancel()
+		// Closing the write end ends bubbletea's reader (EOF); the read end
+		// is left to it (it may still be reading) and to the GC.
+		pw.Close()
+		restore()
+	}
+	return pr, stop, nil
 }
