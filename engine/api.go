@@ -261,7 +261,8 @@ type Ready struct {
 	Info ModelInfo
 }
 
-// PrefillProgress is sent after every prefill chunk.
+// PrefillProgress is sent once before the first prefill chunk (Chunk 0)
+// and after every chunk.
 type PrefillProgress struct {
 	Header
 	Chunk     int     // chunks done so far (1-based after the first chunk)

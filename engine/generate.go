@@ -222,6 +222,9 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 	// A chunk must fit under MaxKV next to the sink.
 	chunk = max(1, min(chunk, w.lm.maxChunk()))
 	chunks := (len(todo) + chunk - 1) / chunk
+	// Progress before the first chunk, so a long first chunk does not leave
+	// the caller's prefill meter blank.
+	g.e.emit(g.j.id, PrefillProgress{Chunk: 0, Chunks: chunks, Total: len(todo), Reused: reused})
 	t0 := time.Now()
 	var logits []float32
 	for i := 0; i < chunks; i++ {
