@@ -34,7 +34,8 @@ const (
 
 // Command is one parsed slash command. Only the field that belongs to the
 // command is set: Int for kv/chunk/topk/seed/max, Float for temp/topp/minp,
-// Text for system/theme/save/load/help, Off for "/kv off".
+// Text for system/theme/save/load/help, Off for "off" (/kv, /max, /topp,
+// /topk, /minp).
 type Command struct {
 	Name  CommandName
 	Int   int64
@@ -56,11 +57,11 @@ var commandTable = []commandSpec{
 	{CmdKV, "N|off", "cap the live KV window at N tokens, or remove the cap", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
-	{CmdTopP, "X", "nucleus sampling mass, 0 < X <= 1 (1 = off)", floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1]")},
-	{CmdTopK, "N", "sample from the N most likely tokens (0 = off)", intArg(0, math.MaxInt32, "a whole number >= 0")},
-	{CmdMinP, "X", "drop tokens below X times the top probability, 0 <= X < 1", floatArg(func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1)")},
+	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off = 1)", orOff(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] or \"off\""))},
+	{CmdTopK, "N|off", "sample from the N most likely tokens (off = 0)", orOff(intArg(0, math.MaxInt32, "a whole number >= 0 or \"off\""))},
+	{CmdMinP, "X|off", "drop tokens below X times the top probability, 0 <= X < 1 (off = 0)", orOff(floatArg(func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1) or \"off\""))},
 	{CmdSeed, "N", "random seed for sampling", intArg(0, math.MaxInt64, "a whole number >= 0")},
-	{CmdMax, "N", "maximum new tokens per answer", intArg(1, math.MaxInt32, "a positive number of tokens")},
+	{CmdMax, "N|off", "maximum new tokens per answer (off = no limit)", orOff(intArg(1, math.MaxInt32, "a positive number of tokens or \"off\""))},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
 	{CmdClear, "", "start a new conversation", noArg},
 	{CmdStats, "", "show cache and speed statistics", noArg},
@@ -118,6 +119,17 @@ func parseKV(c *Command, arg string) error {
 	return nil
 }
 
+// orOff accepts "off" (any case) besides what parse accepts.
+func orOff(parse func(*Command, string) error) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		if strings.EqualFold(arg, "off") {
+			c.Off = true
+			return nil
+		}
+		return parse(c, arg)
+	}
+}
+
 func intArg(lo, hi int64, want string) func(*Command, string) error {
 	return func(c *Command, arg string) error {
 		n, err := strconv.ParseInt(arg, 10, 64)
@@ -143,6 +155,9 @@ func floatArg(in func(x float64) bool, want string) func(*Command, string) error
 		x, ok := parseFloat(arg)
 		if !ok || !in(x) {
 			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		if x == 0 {
+			x = 0 // -0 is 0 ("/temp -0" showed "temperature -0")
 		}
 		c.Float = x
 		return nil
@@ -221,7 +236,7 @@ func Complete(line string, themeNames []string) (string, []string) {
 	switch CommandName(strings.ToLower(name)) {
 	case CmdTheme:
 		pool = themeNames
-	case CmdKV:
+	case CmdKV, CmdMax, CmdTopP, CmdTopK, CmdMinP:
 		pool = []string{"off"}
 	default:
 		return line, nil

@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"mlxchat/engine"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -40,6 +43,11 @@ func TestParseCommand(t *testing.T) {
 		{"/seed x", Command{}, "/seed: expected a whole number"},
 		{"/max 512", Command{Name: CmdMax, Int: 512}, ""},
 		{"/max 0", Command{}, "/max: expected a positive number"},
+		{"/max off", Command{Name: CmdMax, Off: true}, ""},
+		{"/topp off", Command{Name: CmdTopP, Off: true}, ""},
+		{"/topk OFF", Command{Name: CmdTopK, Off: true}, ""},
+		{"/minp off", Command{Name: CmdMinP, Off: true}, ""},
+		{"/max offf", Command{}, `/max: expected a positive number of tokens or "off", got "offf"`},
 		{"/system You are terse.", Command{Name: CmdSystem, Text: "You are terse."}, ""},
 		{"/system", Command{Name: CmdSystem}, ""},
 		{"/clear", Command{Name: CmdClear}, ""},
@@ -57,6 +65,11 @@ func TestParseCommand(t *testing.T) {
 		{"/frobnicate", Command{}, "/frobnicate: unknown command (try /help)"},
 		{"/", Command{}, "/: expected a command name"},
 		{"hello", Command{}, "not a command"},
+	}
+	for _, line := range []string{"/temp -0", "/minp -0", "/temp -0.0"} {
+		if c, err := ParseCommand(line); err != nil || math.Signbit(c.Float) {
+			t.Errorf("ParseCommand(%q) = %+v, %v; want +0", line, c, err)
+		}
 	}
 	for _, tc := range tests {
 		got, err := ParseCommand(tc.line)
@@ -128,5 +141,37 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		if !strings.Contains(h, "/"+string(s.name)) {
 			t.Errorf("/help does not mention /%s", s.name)
 		}
+	}
+}
+
+// TestOffCommands: "off" turns each limit off in the settings sent, and
+// "/temp -0" reads "temperature 0".
+func TestOffCommands(t *testing.T) {
+	tests := []struct {
+		line, notice string
+		check        func(engine.Settings) bool
+	}{
+		{"/max off", "no limit on new tokens per answer", func(s engine.Settings) bool { return s.MaxTokens == 0 }},
+		{"/topp off", "top-p off", func(s engine.Settings) bool { return s.TopP == 0 }},
+		{"/topk off", "top-k off", func(s engine.Settings) bool { return s.TopK == 0 }},
+		{"/minp off", "min-p off", func(s engine.Settings) bool { return s.MinP == 0 }},
+		{"/temp -0", "temperature 0", func(s engine.Settings) bool { return s.Temperature == 0 && !math.Signbit(s.Temperature) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			m, fe := newTestModel(t, func(c *modelConfig) {
+				c.settings.MaxTokens, c.settings.TopP, c.settings.TopK, c.settings.MinP, c.settings.Temperature = 100, 0.9, 40, 0.05, 0.7
+			})
+			ready(m)
+			typeText(m, tc.line)
+			enter(m)
+			us, _ := lastOf[engine.UpdateSettings](t, fe)
+			if !tc.check(us.Settings) {
+				t.Errorf("settings sent %+v", us.Settings)
+			}
+			if n := noticeOf(screen(m)); n != "• "+tc.notice {
+				t.Errorf("notice %q, want %q", n, "• "+tc.notice)
+			}
+		})
 	}
 }

@@ -48,7 +48,8 @@
 //
 // The bar is live/max KV keys in eighths of a cell; "∞" when /kv off. A Trim
 // event flashes the bar and shows "✂ N" for a moment. During prefill the
-// second segment is "prefill 3/6 chunks · 412 tok/s".
+// second segment is "prefill 3/6 chunks · 412 tok/s" (from "prefill 0/6
+// chunks" as soon as the engine has tokenized the prompt).
 //
 // Streaming: engine events are read in batches; tokens only append to the
 // answer, and a 30 fps tick re-renders the answer, reusing the rendering of
@@ -59,7 +60,7 @@
 //
 // Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
 // or last line walk the input history; Tab completes /commands (and theme
-// names, "off" for /kv); Esc stops the answer (the partial answer is kept;
+// names, "off" for /kv, /max, /topp, /topk, /minp); Esc stops the answer (the partial answer is kept;
 // if nothing was generated yet the message goes back into the editor,
 // above anything typed meanwhile);
 // PgUp/PgDn and the mouse wheel scroll; Ctrl+C twice within 2 s quits
@@ -81,7 +82,8 @@
 //
 // # Commands
 //
-// /kv N|off, /chunk N, /temp X, /topp X, /topk N, /minp X, /seed N, /max N,
+// /kv N|off, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
+// /seed N, /max N|off,
 // /system TEXT, /clear, /stats, /theme NAME, /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
 // one error line naming the command and what was expected, the command stays

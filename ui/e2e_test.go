@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -196,5 +197,55 @@ func TestLoadRepairEndToEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrefillMeterShowsAtOnce: the real engine reports prefill progress
+// before the first chunk, so the status line reads "prefill 0/N chunks"
+// from the start instead of staying blank through a long first chunk.
+func TestPrefillMeterShowsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the tiny model")
+	}
+	dir := tinyGemmaModel(t)
+	be := cpu.New(1)
+	defer be.Close()
+	b, err := engine.LoadBundle(dir, be, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := engine.DefaultSettings()
+	s.PrefillChunk, s.MaxTokens = 8, 1
+	e, err := engine.FromBundle(b, engine.Options{Settings: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(context.Background())
+	defer e.Close()
+	id := e.Submit(engine.Generate{Conversation: []engine.Message{{Role: "user", Content: strings.Repeat("hello there ", 10)}}})
+	var first *engine.PrefillProgress
+	timeout := time.After(60 * time.Second)
+	for first == nil {
+		select {
+		case ev := <-e.Events():
+			if p, ok := ev.(engine.PrefillProgress); ok && p.ID == id {
+				first = &p
+			}
+		case <-timeout:
+			t.Fatal("no prefill progress")
+		}
+	}
+	if first.Chunk != 0 || first.Chunks < 2 || first.Total == 0 {
+		t.Fatalf("first prefill progress %+v, want chunk 0 of several", *first)
+	}
+	m, fe := newTestModel(t)
+	ready(m)
+	_, gid := send(t, m, fe, "hi")
+	p := *first
+	p.Header = hdr(gid, 0)
+	events(m, p)
+	if s := screen(m); !strings.Contains(s, fmt.Sprintf("prefill 0/%d chunks", first.Chunks)) {
+		t.Errorf("status line lacks prefill 0/%d:\n%s", first.Chunks, s)
 	}
 }

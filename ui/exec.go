@@ -41,18 +41,31 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		return nil, m.changeSettings(name, s, fmt.Sprintf("temperature %g", c.Float))
 	case CmdTopP:
 		s.TopP = c.Float
+		if c.Off || s.TopP == 1 {
+			s.TopP = 0
+			return nil, m.changeSettings(name, s, "top-p off")
+		}
 		return nil, m.changeSettings(name, s, fmt.Sprintf("top-p %g", c.Float))
 	case CmdTopK:
 		s.TopK = int(c.Int)
+		if s.TopK == 0 {
+			return nil, m.changeSettings(name, s, "top-k off")
+		}
 		return nil, m.changeSettings(name, s, fmt.Sprintf("top-k %d", s.TopK))
 	case CmdMinP:
 		s.MinP = c.Float
+		if s.MinP == 0 {
+			return nil, m.changeSettings(name, s, "min-p off")
+		}
 		return nil, m.changeSettings(name, s, fmt.Sprintf("min-p %g", c.Float))
 	case CmdSeed:
 		s.Seed = uint64(c.Int)
 		return nil, m.changeSettings(name, s, fmt.Sprintf("seed %d", s.Seed))
 	case CmdMax:
 		s.MaxTokens = int(c.Int)
+		if c.Off {
+			return nil, m.changeSettings(name, s, "no limit on new tokens per answer")
+		}
 		return nil, m.changeSettings(name, s, fmt.Sprintf("at most %d new tokens per answer", s.MaxTokens))
 	case CmdSystem:
 		s.System = c.Text

@@ -262,9 +262,12 @@ func (m *model) statusLine() string {
 	sep := m.theme.Dim.Render(" │ ")
 	var segs []string
 	if g := m.gen; g != nil && !g.inDecode {
-		if g.prefill.Chunks > 0 {
-			segs = append(segs, fmt.Sprintf("prefill %d/%d chunks · %s tok/s",
-				g.prefill.Chunk, g.prefill.Chunks, m.theme.Accent.Render(fmt.Sprintf("%.0f", g.prefill.TokPerSec))))
+		if p := g.prefill; p.Chunks > 0 {
+			seg := fmt.Sprintf("prefill %d/%d chunks", p.Chunk, p.Chunks)
+			if p.TokPerSec > 0 {
+				seg += " · " + m.theme.Accent.Render(fmt.Sprintf("%.0f", p.TokPerSec)) + " tok/s"
+			}
+			segs = append(segs, seg)
 		} else {
 			segs = append(segs, "prefill …")
 		}
