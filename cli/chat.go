@@ -28,7 +28,7 @@ func chatCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	if !io_.StdinIsTerminal && !io_.ForceTUI {
 		return usageErr(errors.New("the chat needs a terminal on stdin; use mlxchat run MODEL for scripts"))
 	}
-	be, err := openBackend(c)
+	be, err := openBackend(c, io_.Stderr)
 	if err != nil {
 		return usageErr(err)
 	}

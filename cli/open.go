@@ -37,18 +37,36 @@ type backendHandle struct {
 
 // openBackend opens --backend: the CPU backend, or a GPU backend through
 // metal.Open, whose error says in one line why it is unavailable here.
-func openBackend(c *config) (*backendHandle, error) {
-	name := c.backend
+// When no backend was asked for and the default GPU backend cannot start
+// (no Metal device, a kernel the GPU compiler rejects), it falls back to
+// the CPU backend and says why in one line on note; with --backend given
+// explicitly that is an error.
+func openBackend(c *config, note io.Writer) (*backendHandle, error) {
+	return pickBackend(c.backend, metal.Default(), c.threadCount(), metal.Open, note)
+}
+
+// pickBackend is openBackend with the default backend and the GPU opener
+// as arguments (tests pass failing ones).
+func pickBackend(asked, def string, threads int, open func(string) (tensor.Backend, error), note io.Writer) (*backendHandle, error) {
+	name := asked
 	if name == "" {
-		name = metal.Default()
+		name = def
+	}
+	cpuBackend := func() *backendHandle {
+		b := cpu.New(threads)
+		return &backendHandle{backend: b, close: b.Close}
 	}
 	if name == "cpu" {
-		b := cpu.New(c.threadCount())
-		return &backendHandle{backend: b, close: b.Close}, nil
+		return cpuBackend(), nil
 	}
-	b, err := metal.Open(name)
+	b, err := open(name)
 	if err != nil {
-		return nil, err
+		if asked != "" {
+			return nil, err
+		}
+		why := strings.TrimPrefix(oneLine(err), "--backend "+name+": ")
+		fmt.Fprintf(note, "mlxchat: the %s GPU backend is unavailable (%s); using the CPU backend\n", name, why)
+		return cpuBackend(), nil
 	}
 	h := &backendHandle{backend: b, close: func() {}}
 	switch cl := b.(type) {
@@ -58,6 +76,11 @@ func openBackend(c *config) (*backendHandle, error) {
 		h.close = cl.Close
 	}
 	return h, nil
+}
+
+// oneLine joins an error's lines (a compiler log can have several).
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // localDir returns name when it is an existing directory, else "".
@@ -116,7 +139,7 @@ func resolveModel(ctx context.Context, name string, client *http.Client, progres
 // backend and loads the model, tokenizer and chat template. The returned
 // func releases the model and the backend.
 func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) (*engine.Bundle, func(), error) {
-	be, err := openBackend(c)
+	be, err := openBackend(c, stderr)
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}

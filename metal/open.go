@@ -3,6 +3,7 @@ package metal
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"mlxchat/tensor"
 )
@@ -16,6 +17,9 @@ func Open(name string) (tensor.Backend, error) {
 	case "metal":
 		b, err := openMetalBackend()
 		if err != nil {
+			if strings.HasPrefix(err.Error(), "metal: ") { // metal/mtl's errors name it already
+				return nil, fmt.Errorf("--backend %w", err)
+			}
 			return nil, fmt.Errorf("--backend metal: %w", err)
 		}
 		return b, nil
