@@ -26,24 +26,34 @@ type Options struct {
 	SpecialTokens map[string]string
 	// Now is the clock strftime_now reads; nil means time.Now.
 	Now func() time.Time
+	// Name names the template in errors, typically the file it came from;
+	// empty means "chat template".
+	Name string
 }
 
 // Template is a compiled chat template. It is safe for concurrent use.
+// Templates are untrusted input: they are compiled and rendered in a
+// sandboxed child process under limits on memory, stack depth (macro
+// recursion), output size and time (see sandbox.go).
 type Template struct {
 	source    string
-	tmpl      *jinja.Template
+	name      string
 	special   map[string]string
 	now       func() time.Time
 	endOfTurn string
+	limits    renderLimits
 }
 
 // New compiles a chat template source.
 func New(source string, opts Options) (*Template, error) {
-	tmpl, err := jinja.Compile(source)
-	if err != nil {
-		return nil, fmt.Errorf("compiling chat template: %w", err)
+	name := opts.Name
+	if name == "" {
+		name = "chat template"
 	}
-	t := &Template{source: source, tmpl: tmpl, special: map[string]string{}, now: opts.Now, endOfTurn: detectEndOfTurn(source)}
+	if _, err := runSandboxed(&renderRequest{Limits: defaultLimits, Source: source, CompileOnly: true}); err != nil {
+		return nil, fmt.Errorf("compiling %s: %w", name, err)
+	}
+	t := &Template{source: source, name: name, special: map[string]string{}, now: opts.Now, endOfTurn: detectEndOfTurn(source), limits: defaultLimits}
 	for k, v := range opts.SpecialTokens {
 		t.special[k] = v
 	}
@@ -74,11 +84,7 @@ func Load(dir string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := New(source, Options{SpecialTokens: special})
-	if err != nil {
-		return nil, fmt.Errorf("loading chat template from %s: %w", from, err)
-	}
-	return t, nil
+	return New(source, Options{SpecialTokens: special, Name: from})
 }
 
 // findTemplate returns the template source and the file it came from.
@@ -188,6 +194,27 @@ func (t *Template) Render(messages []Message, addGenerationPrompt bool) (string,
 // enable_thinking for Qwen 3 or date_string for Llama 3.x. Values may be
 // nil, bool, int, int64, float64, string, []any or map[string]any.
 func (t *Template) RenderWith(messages []Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
+	now := t.now()
+	zone, offset := now.Zone()
+	req := &renderRequest{Limits: t.limits, Source: t.source, Messages: messages, AddGenerationPrompt: addGenerationPrompt,
+		Special: t.special, NowUnixNano: now.UnixNano(), NowZone: zone, NowOffset: offset, Extra: map[string]wireValue{}}
+	for k, v := range extra {
+		w, err := toWire(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: variable %q: %w", t.name, k, err)
+		}
+		req.Extra[k] = w
+	}
+	out, err := runSandboxed(req)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", t.name, err)
+	}
+	return out, nil
+}
+
+// renderValues renders a compiled template in transformers'
+// apply_chat_template environment; it runs in the sandbox child.
+func renderValues(tmpl *jinja.Template, messages []Message, addGenerationPrompt bool, special map[string]string, now func() time.Time, extra map[string]any, rng jinja.Value) (string, error) {
 	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
 		d := jinja.NewDict()
@@ -195,31 +222,27 @@ func (t *Template) RenderWith(messages []Message, addGenerationPrompt bool, extr
 		d.AsDict().Set("content", jinja.NewString(m.Content))
 		msgs[i] = d
 	}
+	strftimeNow := func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Undefined(), errors.New("strftime_now: expected one format string")
+		}
+		return jinja.NewString(strftime(args[0].AsString(), now())), nil
+	}
 	data := map[string]jinja.Value{
 		"messages":              jinja.NewList(msgs),
 		"add_generation_prompt": jinja.NewBool(addGenerationPrompt),
 		"tools":                 jinja.None(),
 		"documents":             jinja.None(),
-		"strftime_now":          jinja.NewCallable("strftime_now", t.strftimeNow),
+		"strftime_now":          jinja.NewCallable("strftime_now", strftimeNow),
+		"range":                 rng,
 	}
-	for k, v := range t.special {
+	for k, v := range special {
 		data[k] = jinja.NewString(v)
 	}
 	for k, v := range extra {
 		data[k] = jinja.FromGoValue(v)
 	}
-	out, err := t.tmpl.RenderValues(data)
-	if err != nil {
-		return "", fmt.Errorf("rendering chat template: %w", err)
-	}
-	return out, nil
-}
-
-func (t *Template) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) != 1 || !args[0].IsString() {
-		return jinja.Undefined(), errors.New("strftime_now: expected one format string")
-	}
-	return jinja.NewString(strftime(args[0].AsString(), t.now())), nil
+	return tmpl.RenderValues(data)
 }
 
 // Source returns the template text.

@@ -10,10 +10,20 @@
 // set to None. Goldens in testdata/ were rendered by Python jinja2 in that
 // environment (testdata/make_golden.py).
 //
+// Templates come with downloaded models and are untrusted: they are
+// compiled and rendered in a child process (this executable re-run with
+// MLXCHAT_CHAT_TEMPLATE_SANDBOX=1, see sandbox.go) with a 64 MiB stack, a
+// 2 GiB memory cap, a 256 MiB output cap, range() lists of at most 10^6
+// items and a 20 s deadline, so endless macro recursion, huge loops or
+// string doubling end in a one-line error naming the template file instead
+// of killing or hanging the chat. A rendering costs a few milliseconds.
+//
 // The rendered prompt already holds the BOS token when the template writes
 // it (Gemma, Llama 3), so it must be encoded without adding special tokens
 // again (tokenizer.Encode(prompt, false)).
 //
 // This package imports the standard library and github.com/ardanlabs/jinja;
+// its init function turns the process into the renderer child only when the
+// sandbox variable is set;
 // it does not import models/tokenizer (StopTokens takes any TokenIDer).
 package chat
