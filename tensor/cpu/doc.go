@@ -28,6 +28,12 @@
 //     level the machine has and compare it with the portable one.
 //     Quantized products work on the packed MLX weights directly and never
 //     dequantize a whole matrix.
+//   - kernels_arm64.s, simd_arm64.go: the NEON forms of the same kernel
+//     contracts (quantized rows in float and, for decode, int16 x with exact
+//     SMLAL sums; dot, axpy, BF16/F16 widening), the "SIMD" level on arm64;
+//     simd_other.go serves other architectures. Tested under qemu-aarch64
+//     by scripts/test.sh with the same tests; not yet timed on arm64
+//     hardware.
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //

@@ -1,0 +1,191 @@
+//go:build arm64
+
+package cpu
+
+import (
+	"unsafe"
+
+	"mlxchat/tensor"
+)
+
+// On arm64 the "SIMD" kernel level is NEON (Advanced SIMD, present on
+// every arm64 CPU): kernels_arm64.s does the quantized matvec/matmul rows,
+// the dot products and axpy of attention and dense matmul, and the BF16
+// and F16 widening; the functions below keep the contracts of their
+// AVX2 counterparts in simd_amd64.go, so matmul.go and attention.go use
+// them unchanged and the same tests check both. There is no AVX-512
+// level here.
+
+func haveSIMD() bool { return true }
+
+func haveAVX512() bool { return false }
+
+func canAVX512(w *tensor.Matrix) bool { return false }
+
+func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
+	panic("cpu: AVX-512 kernel called on arm64")
+}
+
+func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
+	panic("cpu: AVX-512 kernel called on arm64")
+}
+
+//go:noescape
+func dotNEON(a, b *float32, n int) float32
+
+//go:noescape
+func axpyNEON(dst, src *float32, a float32, n int)
+
+//go:noescape
+func cvtBF16NEON(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtF16NEON(dst *float32, src *uint16, n int)
+
+//go:noescape
+func q4dotNEON(w *byte, s, x *float32, groups, steps int) float32
+
+//go:noescape
+func q8dotNEON(w *byte, s, x *float32, groups, steps int) float32
+
+//go:noescape
+func qi4dotNEON(w *byte, s *float32, xq *int16, sx *float32, groups, blocks int) float32
+
+//go:noescape
+func qi8dotNEON(w *byte, s *float32, xq *int16, sx *float32, groups, blocks int) float32
+
+// spinPause is a YIELD instruction: a polite busy-wait step.
+//
+//go:noescape
+func spinPause()
+
+func addF(p *float32, bytes int) *float32 { return (*float32)(unsafe.Add(unsafe.Pointer(p), bytes)) }
+
+// biasDot is Σ_g b[g]·xs[g] over gpad (a multiple of 8) values.
+func biasDot(b, xs *float32, gpad int) float32 {
+	return dotSIMD(unsafe.Slice(b, gpad), unsafe.Slice(xs, gpad))
+}
+
+// qmat4SIMD: for each of rows output rows (weights wstride bytes apart,
+// scales and biases rows of gpad floats) and each of four x rows (xstride
+// bytes apart, permuted by permute16 for 4 bits; group sums xsstride
+// apart), dst[r][t] = Σ_g s·(Σ q·x) + Σ_g b·xs, dst rows dstride bytes
+// apart. steps is the group size / 16.
+func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int) {
+	for t := range rows {
+		wt := (*byte)(unsafe.Add(unsafe.Pointer(w), t*wstride))
+		st, bt := addF(s, 4*t*gpad), addF(b, 4*t*gpad)
+		for r := range 4 {
+			xr := addF(x, r*xstride)
+			var q float32
+			if bits == 4 {
+				q = q4dotNEON(wt, st, xr, groups, steps)
+			} else {
+				q = q8dotNEON(wt, st, xr, groups, steps)
+			}
+			*addF(dst, r*dstride+4*t) = q + biasDot(bt, addF(xs, r*xsstride), gpad)
+		}
+	}
+}
+
+// qmatIntSIMD is the decode form for one x row quantized to int16 per
+// group (xq, scales sx; 4-bit layout per 32 values [16 even][16 odd]):
+// dst[t] = Σ_g s·sx·(Σ q·xq) + Σ_g b·xs over rows output rows.
+func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
+	for t := range rows {
+		wt := (*byte)(unsafe.Add(unsafe.Pointer(w), t*wstride))
+		st, bt := addF(s, 4*t*gpad), addF(b, 4*t*gpad)
+		var q float32
+		if bits == 4 {
+			q = qi4dotNEON(wt, st, xq, sx, groups, gs/32)
+		} else {
+			q = qi8dotNEON(wt, st, xq, sx, groups, gs/16)
+		}
+		*addF(dst, 4*t) = q + biasDot(bt, xs, gpad)
+	}
+}
+
+// dotSIMD is dotF32 with the bulk done by dotNEON.
+func dotSIMD(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	m := n &^ 15
+	var s float32
+	if m > 0 {
+		s = dotNEON(&a[0], &b[0], m)
+	}
+	for i := m; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// dot4SIMD computes out[r] = w·x[r*stride:][:len(w)] for r < 4.
+func dot4SIMD(out *[4]float32, w, x []float32, stride int) {
+	n := len(w)
+	_ = x[3*stride+n-1]
+	for r := range 4 {
+		out[r] = dotSIMD(w, x[r*stride:r*stride+n])
+	}
+}
+
+// axpySIMD computes dst += a·src.
+func axpySIMD(dst, src []float32, a float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 15
+	if m > 0 {
+		axpyNEON(&dst[0], &src[0], a, m)
+	}
+	for i := m; i < n; i++ {
+		dst[i] += a * src[i]
+	}
+}
+
+// dot2SIMD returns dotSIMD(q0, k) and dotSIMD(q1, k), bit for bit.
+func dot2SIMD(q0, q1, k []float32) (float32, float32) {
+	return dotSIMD(q0[:len(k)], k), dotSIMD(q1[:len(k)], k)
+}
+
+// pvSIMD computes dst += Σ_j p[j]·v[j*stride:][:len(dst)] over j in
+// order: one axpySIMD per j.
+func pvSIMD(dst, p, v []float32, stride int) {
+	n := len(dst)
+	for j, pj := range p {
+		axpySIMD(dst, v[j*stride:j*stride+n], pj)
+	}
+}
+
+// cvtSIMD converts len(dst) BF16 or F16 values to float32.
+func cvtSIMD(dst []float32, src []uint16, f16 bool) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		if f16 {
+			cvtF16NEON(&dst[0], &src[0], m)
+		} else {
+			cvtBF16NEON(&dst[0], &src[0], m)
+		}
+	}
+	for i := m; i < n; i++ {
+		dst[i] = cvt16(src[i], f16)
+	}
+}
+
+func bytePtr(b []byte) *byte { return (*byte)(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// readBytes XOR-folds b 8 bytes at a time (the tail is ignored).
+func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
+
+func tanhScaledSIMD(dst, src []float32, in, out float32) {
+	for i := range dst {
+		dst[i] = tanhf(src[i]*in) * out
+	}
+}
+
+func geluSIMD(dst, src []float32) {
+	for i := range dst {
+		dst[i] = geluTanh(src[i])
+	}
+}
