@@ -123,13 +123,16 @@
 //
 //  1. go build ./... && go test ./metal/... ./tensor/...: the darwin code
 //     builds; tests needing Vulkan skip on macOS.
-//  2. go run . bench --backend metal: the first line either names the
-//     GPU or gives the one-line reason Metal could not start (device,
-//     family, a kernel's compile error with the compiler's message, a
-//     pipeline limit); a crash with an Objective-C exception means a
-//     selector or argument in metal_darwin_arm64.go is wrong.
-//  3. The same bench without --backend: on a failure it must say in one
-//     line that it fell back to the CPU backend, and run.
+//  2. go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b
+//     (a full-size 4-bit E2B with random weights; or any MLX Gemma 3n
+//     directory), then go run . bench /tmp/e2b --backend metal: its first
+//     line says "backend metal", or the run fails with one line naming why
+//     Metal could not start (device, GPU family, a kernel's compile error
+//     with the compiler's message, a pipeline limit). An Objective-C
+//     exception means a selector or argument in metal_darwin_arm64.go is
+//     wrong.
+//  3. The same bench without --backend: if Metal cannot start it must say
+//     so in one line, fall back to the CPU backend and run.
 //  4. go test ./metal -run GoldenMetal -v: the Gemma 3n fixtures'
 //     transformers logits on the Metal backend (the same test runs on
 //     Linux through metal/mtlfake), within 1e-4 of the largest logit.

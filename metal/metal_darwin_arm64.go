@@ -131,20 +131,25 @@ func (d *device) nsString(s string) objc.ID {
 	return objc.ID(objc.GetClass("NSString")).Send(d.s.str, unsafe.Pointer(&b[0]))
 }
 
-// made wraps id, or reports what failed with the pending NSError.
+// made wraps id, or reports what failed with the NSError the call left
+// (the compiler also leaves warnings there on success: always cleared).
 func (d *device) made(id objc.ID, what string) (object, error) {
+	e := d.errp
+	d.errp = 0
 	if id != 0 {
 		return object{id, d}, nil
 	}
-	if d.errp != 0 {
-		msg := object{d.errp, d}.str(d.s.desc)
-		d.errp = 0
-		return object{}, fmt.Errorf("%s: %s", what, msg)
+	if e != 0 {
+		return object{}, fmt.Errorf("%s: %s", what, object{e, d}.str(d.s.desc))
 	}
 	return object{}, fmt.Errorf("%s failed", what)
 }
 
-func (d *device) Name() string { return d.str(d.s.name) }
+// Name reads the autoreleased name inside a pool of its own.
+func (d *device) Name() (n string) {
+	d.Pool(func() { n = d.str(d.s.name) })
+	return n
+}
 func (d *device) SupportsFamily(f mtl.GPUFamily) bool {
 	return objc.Send[bool](d.id, d.s.supportsFamily, int64(f))
 }
