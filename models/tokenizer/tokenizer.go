@@ -179,13 +179,17 @@ func (b *bpeModel) buildMerges(pairs [][2]string) error {
 const maxIDSlack = 1024
 
 func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
-	distinct := make(map[int32]struct{}, len(t.model.vocab)+len(added))
+	distinct := make(map[int32]string, len(t.model.vocab)+len(added))
 	maxID, maxKey := int32(-1), ""
 	for tok, id := range t.model.vocab {
 		if id < 0 {
 			return fmt.Errorf("tokenizer.json model.vocab: negative id %d for %q", id, tok)
 		}
-		distinct[id] = struct{}{}
+		if other, dup := distinct[id]; dup {
+			a, b := min(tok, other), max(tok, other)
+			return fmt.Errorf("tokenizer.json model.vocab: id %d is used by both %q and %q", id, a, b)
+		}
+		distinct[id] = tok
 		if id > maxID {
 			maxID, maxKey = id, tok
 		}
@@ -194,7 +198,7 @@ func (t *Tokenizer) buildVocab(added []addedTokenJSON) error {
 		if a.ID < 0 {
 			return fmt.Errorf("tokenizer.json added_tokens: negative id %d for %q", a.ID, a.Content)
 		}
-		distinct[a.ID] = struct{}{}
+		distinct[a.ID] = a.Content
 		if a.ID > maxID {
 			maxID, maxKey = a.ID, a.Content
 		}

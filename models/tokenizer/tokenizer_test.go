@@ -238,6 +238,7 @@ func TestParseErrors(t *testing.T) {
 		{"template id out of range", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[5],"tokens":["<s>"]}}}}`, "", "special token id 5"},
 		{"huge vocab id", `{"model":{"type":"BPE","vocab":{"a":2147483647},"merges":[]}}`, "", `id 2147483647 of "a" is out of range`},
 		{"huge added id", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":99999999,"content":"<x>","special":true}]}`, "", `id 99999999 of "<x>" is out of range`},
+		{"duplicate vocab id", `{"model":{"type":"BPE","vocab":{"a":0,"b":0},"merges":[]}}`, "", `id 0 is used by both "a" and "b"`},
 		{"negative vocab id", `{"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}}`, "", "vocab id -1 out of range"},
 	}
 	for _, tc := range tests {
