@@ -120,6 +120,10 @@ func resolveModel(ctx context.Context, name string, client *http.Client, progres
 			return
 		}
 		stage := fmt.Sprintf("downloading %s (%d/%d)", p.File, p.FileIndex, p.Files)
+		if p.Waiting {
+			progress("waiting for another download of "+p.Repo+" to finish", 0, 0)
+			return
+		}
 		if p.Verifying {
 			stage = fmt.Sprintf("verifying %s (%d/%d)", p.File, p.FileIndex, p.Files)
 		}

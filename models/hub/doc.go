@@ -6,8 +6,21 @@
 // (mlxchat/models/ORG/NAME), and otherwise downloads the files a model
 // needs from the hub ($HF_ENDPOINT, $HF_TOKEN honoured) into the cache
 // layout, so mlx-lm and huggingface_hub share them. Downloads resume,
-// are verified by size and hash, report progress through a callback and
-// stop when their context is cancelled.
+// are verified by size and hash, never grow a file past the size the hub
+// lists (or a cap when it lists none), check the free disk space first and
+// stop on a full disk with an error that leads with "no space left on
+// device", report progress through a callback and stop when their context
+// is cancelled. Two downloads of one repository take turns through a lock
+// file in the cache (.locks/models--ORG--NAME/), the second reusing what
+// the first fetched.
+//
+// A cached snapshot counts as complete only when it holds every file the
+// repository lists: Download records that list in a manifest
+// (models--ORG--NAME/.mlxchat/COMMIT.json); a snapshot another tool made
+// is checked structurally (config.json, tokenizer.json, every shard of the
+// index or of a numbered series, no link to a missing blob) and, once,
+// against the hub's listing when the hub is reachable. Missing files are
+// fetched again.
 //
 // It may import the standard library and github.com/adrg/xdg.
 package hub

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +36,9 @@ type Progress struct {
 	Verifying      bool   // the file is complete and its hash is being checked
 	FileCompleted  bool   // the file is in place
 	AlreadyPresent bool   // the file was already in the cache
+	// Waiting: another process is downloading this repository; this one
+	// waits for it and then reuses its files.
+	Waiting bool
 }
 
 // WantFile reports whether a repository file is needed to run a model:
@@ -103,9 +108,10 @@ func escapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// listFiles asks the hub for a revision's commit and files.
-func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string, files []string, err error) {
-	u := fmt.Sprintf("%s/api/models/%s/revision/%s", o.endpoint(), escapePath(repo), url.PathEscape(rev))
+// listFiles asks the hub for a revision's commit and files, with their
+// sizes when the hub gives them (blobs=true).
+func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string, files []remoteFile, err error) {
+	u := fmt.Sprintf("%s/api/models/%s/revision/%s?blobs=true", o.endpoint(), escapePath(repo), url.PathEscape(rev))
 	req, err := o.newRequest(ctx, http.MethodGet, u)
 	if err != nil {
 		return "", nil, err
@@ -122,6 +128,10 @@ func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string
 		SHA      string `json:"sha"`
 		Siblings []struct {
 			Name string `json:"rfilename"`
+			Size *int64 `json:"size"`
+			LFS  *struct {
+				Size *int64 `json:"size"`
+			} `json:"lfs"`
 		} `json:"siblings"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&info); err != nil {
@@ -131,7 +141,14 @@ func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string
 		return "", nil, fmt.Errorf("%s: no commit sha in the answer", u)
 	}
 	for _, s := range info.Siblings {
-		files = append(files, s.Name)
+		f := remoteFile{name: s.Name, size: -1}
+		switch {
+		case s.LFS != nil && s.LFS.Size != nil && *s.LFS.Size >= 0:
+			f.size = *s.LFS.Size
+		case s.Size != nil && *s.Size >= 0:
+			f.size = *s.Size
+		}
+		files = append(files, f)
 	}
 	if len(files) == 0 {
 		// Some mirrors leave siblings out; the tree endpoint lists files.
@@ -142,7 +159,7 @@ func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string
 	return info.SHA, files, nil
 }
 
-func (o Options) listTree(ctx context.Context, repo, commit string) ([]string, error) {
+func (o Options) listTree(ctx context.Context, repo, commit string) ([]remoteFile, error) {
 	u := fmt.Sprintf("%s/api/models/%s/tree/%s", o.endpoint(), escapePath(repo), commit)
 	req, err := o.newRequest(ctx, http.MethodGet, u)
 	if err != nil {
@@ -159,15 +176,27 @@ func (o Options) listTree(ctx context.Context, repo, commit string) ([]string, e
 	var entries []struct {
 		Type string `json:"type"`
 		Path string `json:"path"`
+		Size *int64 `json:"size"`
+		LFS  *struct {
+			Size *int64 `json:"size"`
+		} `json:"lfs"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&entries); err != nil {
 		return nil, fmt.Errorf("%s: bad JSON: %v", u, err)
 	}
-	var files []string
+	var files []remoteFile
 	for _, e := range entries {
-		if e.Type == "file" {
-			files = append(files, e.Path)
+		if e.Type != "file" {
+			continue
 		}
+		f := remoteFile{name: e.Path, size: -1}
+		switch {
+		case e.LFS != nil && e.LFS.Size != nil && *e.LFS.Size >= 0:
+			f.size = *e.LFS.Size
+		case e.Size != nil && *e.Size >= 0:
+			f.size = *e.Size
+		}
+		files = append(files, f)
 	}
 	return files, nil
 }
@@ -228,52 +257,83 @@ func (o Options) headFile(ctx context.Context, repo, commit, file string) (remot
 // tools reading that cache share them, and returns the snapshot directory.
 // Interrupted downloads resume from BLOB.incomplete with an HTTP Range
 // request; every file is checked against its size and, for LFS files, its
-// sha256 (for small files, its git blob sha1).
+// sha256 (for small files, its git blob sha1). No file may grow past the
+// size the hub lists for it (or a cap when it lists none), a
+// download that would not fit on the disk stops before it starts, and a
+// disk that fills up stops it with an error that leads with "no space left
+// on device". Two downloads of one repository, in one process or several,
+// take turns (a lock file under the cache's .locks): the second waits and
+// then reuses what the first fetched.
 func Download(ctx context.Context, repo string, opt Options) (string, error) {
+	return opt.download(ctx, repo, opt.revision())
+}
+
+func (o Options) download(ctx context.Context, repo, rev string) (string, error) {
 	if !IsRepoID(repo) {
 		return "", fmt.Errorf("download: %q is not an ORG/NAME repo id", repo)
 	}
-	cache, err := opt.cacheDir()
+	cache, err := o.cacheDir()
 	if err != nil {
 		return "", err
 	}
-	rev := opt.revision()
-	commit, all, err := opt.listFiles(ctx, repo, rev)
+	unlock, err := lockFile(ctx, filepath.Join(cache, ".locks", repoFolder(repo), "mlxchat-download.lock"), func() {
+		o.report(Progress{Repo: repo, Waiting: true, Total: -1, AllTotal: -1})
+	})
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	commit, all, err := o.listFiles(ctx, repo, rev)
 	if err != nil {
 		return "", fmt.Errorf("listing %s: %w", repo, err)
 	}
-	var names []string
+	var files []remoteFile
 	for _, f := range all {
-		if WantFile(f) {
-			names = append(names, f)
+		if WantFile(f.name) {
+			files = append(files, f)
 		}
 	}
-	sort.Strings(names)
-	if !containsString(names, "config.json") {
+	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
+	if !slices.ContainsFunc(files, func(f remoteFile) bool { return f.name == "config.json" }) {
 		return "", fmt.Errorf("%s@%s has no config.json: not a model repository", repo, rev)
 	}
-	files := make([]remoteFile, len(names))
 	var allTotal int64
-	for i, n := range names {
-		if files[i], err = opt.headFile(ctx, repo, commit, n); err != nil {
-			return "", fmt.Errorf("%s: %w", n, err)
+	for i, f := range files {
+		h, err := o.headFile(ctx, repo, commit, f.name)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f.name, err)
 		}
-		if files[i].size > 0 {
-			allTotal += files[i].size
+		if f.size >= 0 && h.size >= 0 && f.size != h.size {
+			return "", fmt.Errorf("%s: the hub lists %d bytes but announces %d", f.name, f.size, h.size)
+		}
+		if h.size < 0 {
+			h.size = f.size
+		}
+		files[i] = h
+		if h.size < 0 || allTotal < 0 {
+			allTotal = -1 // unknown: the progress shows bytes only
+		} else {
+			allTotal += h.size
 		}
 	}
 	repoDir := filepath.Join(cache, repoFolder(repo))
 	snap := filepath.Join(repoDir, "snapshots", commit)
 	for _, d := range []string{filepath.Join(repoDir, "blobs"), snap, filepath.Join(repoDir, "refs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", fmt.Errorf("creating %s: %w", d, err)
+			return "", wrapWrite("creating", d, err)
 		}
+	}
+	if err := checkFreeSpace(repoDir, files); err != nil {
+		return "", err
 	}
 	var allDone int64
 	for i, f := range files {
 		p := Progress{Repo: repo, File: f.name, FileIndex: i + 1, Files: len(files), Total: f.size, AllDone: allDone, AllTotal: allTotal}
-		n, err := opt.fetchBlob(ctx, repo, commit, repoDir, f, p)
+		n, err := o.fetchBlob(ctx, cache, repo, commit, repoDir, f, p)
 		if err != nil {
+			if errors.Is(err, errDiskFull) {
+				return "", err
+			}
 			return "", fmt.Errorf("%s: %w", f.name, err)
 		}
 		allDone += n
@@ -284,25 +344,40 @@ func Download(ctx context.Context, repo string, opt Options) (string, error) {
 	if !commitRe.MatchString(rev) {
 		ref := filepath.Join(repoDir, "refs", filepath.FromSlash(rev))
 		if err := os.MkdirAll(filepath.Dir(ref), 0o755); err != nil {
-			return "", fmt.Errorf("creating %s: %w", filepath.Dir(ref), err)
+			return "", wrapWrite("creating", filepath.Dir(ref), err)
 		}
-		if err := os.WriteFile(ref, []byte(commit), 0o644); err != nil {
-			return "", fmt.Errorf("writing %s: %w", ref, err)
+		if err := writeFileAtomic(ref, []byte(commit)); err != nil {
+			return "", err
 		}
 	}
+	m := manifest{Repo: repo, Commit: commit}
+	for _, f := range files {
+		m.Files = append(m.Files, manifestFile{Name: f.name, Size: f.size})
+	}
+	if miss := missingFiles(snap, m.Files); len(miss) > 0 {
+		return "", fmt.Errorf("snapshot %s is incomplete after the download: missing %s", snap, joinShort(miss))
+	}
 	if err := checkModelDir(snap); err != nil {
+		return "", err
+	}
+	if err := writeManifest(repoDir, m); err != nil {
 		return "", err
 	}
 	return snap, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// writeFileAtomic writes data to path through a temporary file and a
+// rename, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		os.Remove(tmp)
+		return wrapWrite("writing", path, err)
 	}
-	return false
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // linkSnapshot points snapshots/COMMIT/FILE at ../../blobs/ETAG (deeper
@@ -310,7 +385,7 @@ func containsString(list []string, s string) bool {
 func linkSnapshot(snap string, f remoteFile) error {
 	dst := filepath.Join(snap, filepath.FromSlash(f.name))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(dst), err)
+		return wrapWrite("creating", filepath.Dir(dst), err)
 	}
 	depth := strings.Count(f.name, "/") + 2
 	target := path.Join(strings.Repeat("../", depth)+"blobs", f.etag)
@@ -319,14 +394,38 @@ func linkSnapshot(snap string, f remoteFile) error {
 	}
 	_ = os.Remove(dst)
 	if err := os.Symlink(filepath.FromSlash(target), dst); err != nil {
-		return fmt.Errorf("linking %s: %w", dst, err)
+		return wrapWrite("linking", dst, err)
 	}
 	return nil
 }
 
+// maxUnknownSize caps a file whose size neither the listing nor the
+// server announces: Options.MaxUnknownSize, else 256 GiB for weights and
+// 1 GiB for the other (small) files.
+func (o Options) maxUnknownSize(name string) int64 {
+	if o.MaxUnknownSize > 0 {
+		return o.MaxUnknownSize
+	}
+	if strings.HasSuffix(name, ".safetensors") {
+		return 256 << 30
+	}
+	return 1 << 30
+}
+
 // fetchBlob makes blobs/ETAG complete and verified, resuming a partial
-// download. It returns the file's size.
-func (o Options) fetchBlob(ctx context.Context, repo, commit, repoDir string, f remoteFile, p Progress) (int64, error) {
+// download. It returns the file's size. The blob's lock file is the one
+// huggingface_hub takes (.locks/models--ORG--NAME/ETAG.lock), so the two
+// never write one blob at once.
+func (o Options) fetchBlob(ctx context.Context, cache, repo, commit, repoDir string, f remoteFile, p Progress) (int64, error) {
+	unlock, err := lockFile(ctx, filepath.Join(cache, ".locks", repoFolder(repo), f.etag+".lock"), func() {
+		q := p
+		q.Waiting = true
+		o.report(q)
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	blob := filepath.Join(repoDir, "blobs", f.etag)
 	if st, err := os.Stat(blob); err == nil && (f.size < 0 || st.Size() == f.size) {
 		p.Done, p.Total, p.AllDone, p.FileCompleted, p.AlreadyPresent = st.Size(), st.Size(), p.AllDone+st.Size(), true, true
@@ -336,21 +435,25 @@ func (o Options) fetchBlob(ctx context.Context, repo, commit, repoDir string, f 
 	part := blob + ".incomplete"
 	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("opening %s: %w", part, err)
+		return 0, wrapWrite("opening", part, err)
 	}
 	defer out.Close()
 	have, err := out.Seek(0, io.SeekEnd)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", part, err)
 	}
-	if f.size >= 0 && have > f.size {
+	limit := f.size
+	if limit < 0 {
+		limit = o.maxUnknownSize(f.name)
+	}
+	if have > limit {
 		if err := out.Truncate(0); err != nil {
 			return 0, fmt.Errorf("%s: %w", part, err)
 		}
 		have, _ = out.Seek(0, io.SeekStart)
 	}
 	if f.size < 0 || have < f.size {
-		if have, err = o.getRange(ctx, o.resolveURL(repo, commit, f.name), out, have, f.size, p); err != nil {
+		if have, err = o.getRange(ctx, o.resolveURL(repo, commit, f.name), out, have, f.size, limit, p); err != nil {
 			return 0, err
 		}
 	}
@@ -366,7 +469,7 @@ func (o Options) fetchBlob(ctx context.Context, repo, commit, repoDir string, f 
 		return 0, err
 	}
 	if err := out.Close(); err != nil {
-		return 0, fmt.Errorf("%s: %w", part, err)
+		return 0, wrapWrite("closing", part, err)
 	}
 	if err := os.Rename(part, blob); err != nil {
 		return 0, fmt.Errorf("moving %s into place: %w", part, err)
@@ -382,8 +485,10 @@ func (o Options) report(p Progress) {
 	}
 }
 
-// getRange downloads url from offset have to the end, appending to out.
-func (o Options) getRange(ctx context.Context, u string, out *os.File, have, size int64, p Progress) (int64, error) {
+// getRange downloads url from offset have to the end, appending to out,
+// and stops with an error when the file would grow past limit bytes (its
+// listed size, or the cap for a file of unknown size).
+func (o Options) getRange(ctx context.Context, u string, out *os.File, have, size, limit int64, p Progress) (int64, error) {
 	req, err := o.newRequest(ctx, http.MethodGet, u)
 	if err != nil {
 		return have, err
@@ -404,15 +509,20 @@ func (o Options) getRange(ctx context.Context, u string, out *os.File, have, siz
 			return have, fmt.Errorf("%s: server resumed at %q, want byte %d", u, resp.Header.Get("Content-Range"), have)
 		}
 	case resp.StatusCode == http.StatusOK:
-		// The server ignored the range: start over.
-		if err := out.Truncate(0); err != nil {
-			return 0, err
+		// The server ignored the range (or none was asked): start over.
+		if have > 0 {
+			if err := out.Truncate(0); err != nil {
+				return 0, err
+			}
+			have = 0
 		}
-		have = 0
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && size >= 0 && have == size:
 		return have, nil
 	default:
 		return have, readError(resp)
+	}
+	if resp.ContentLength >= 0 && have+resp.ContentLength > limit {
+		return have, tooLarge(u, size, limit)
 	}
 	if _, err := out.Seek(have, io.SeekStart); err != nil {
 		return have, err
@@ -420,15 +530,17 @@ func (o Options) getRange(ctx context.Context, u string, out *os.File, have, siz
 	buf := make([]byte, 256<<10)
 	var lastReport int64 = -1
 	for {
-		n, rerr := resp.Body.Read(buf)
+		// Read at most one byte past the limit, to tell "exactly at the
+		// limit" from "more".
+		n, rerr := resp.Body.Read(buf[:min(int64(len(buf)), limit-have+1)])
 		if n > 0 {
+			if have+int64(n) > limit {
+				return have, tooLarge(u, size, limit)
+			}
 			if _, err := out.Write(buf[:n]); err != nil {
-				return have, fmt.Errorf("writing %s: %w", out.Name(), err)
+				return have, wrapWrite("writing", out.Name(), err)
 			}
 			have += int64(n)
-			if size >= 0 && have > size {
-				return have, fmt.Errorf("%s: server sent more than the %d bytes announced", u, size)
-			}
 			if have-lastReport >= 1<<20 || (size >= 0 && have == size) {
 				p.Done = have
 				q := p
@@ -447,6 +559,13 @@ func (o Options) getRange(ctx context.Context, u string, out *os.File, have, siz
 			return have, fmt.Errorf("download interrupted at byte %d (resumable): %w", have, rerr)
 		}
 	}
+}
+
+func tooLarge(u string, size, limit int64) error {
+	if size >= 0 {
+		return fmt.Errorf("%s: server sent more than the %d bytes the hub lists (download stopped)", u, size)
+	}
+	return fmt.Errorf("%s: server sent more than %d bytes for a file of unannounced size (download stopped)", u, limit)
 }
 
 // verify checks the file against its blob id: sha256 for LFS files, the

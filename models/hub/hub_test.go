@@ -37,6 +37,12 @@ type fakeHub struct {
 	badHash  map[string]bool  // announce a hash that does not match
 	cutAfter map[string]int64 // abort the first full GET of a file after this many bytes
 	requests []string
+
+	// hostile behaviours
+	noSizes   bool             // neither the listing nor HEAD gives sizes
+	listSize  map[string]int64 // size the listing (and HEAD) claims, instead of the real one
+	streamCap map[string]int64 // stream this many bytes without a Content-Length (repeating the data)
+	slowCDN   time.Duration    // sleep before serving a CDN body
 }
 
 func newFakeHub() *fakeHub {
@@ -58,9 +64,11 @@ func newFakeHub() *fakeHub {
 			".gitattributes":         []byte("*.safetensors filter=lfs"),
 			"sub/extra.safetensors":  []byte("nested, not needed"),
 		},
-		lfs:      map[string]bool{"model.safetensors": true, "sub/extra.safetensors": true},
-		badHash:  map[string]bool{},
-		cutAfter: map[string]int64{},
+		lfs:       map[string]bool{"model.safetensors": true, "sub/extra.safetensors": true},
+		badHash:   map[string]bool{},
+		cutAfter:  map[string]int64{},
+		listSize:  map[string]int64{},
+		streamCap: map[string]int64{},
 	}
 }
 
@@ -112,9 +120,18 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/api/models/"+testRepo+"/revision/"):
-		var sib []map[string]string
-		for n := range h.files {
-			sib = append(sib, map[string]string{"rfilename": n})
+		var sib []map[string]any
+		for n, data := range h.files {
+			e := map[string]any{"rfilename": n}
+			if r.URL.Query().Get("blobs") == "true" && !h.noSizes {
+				size := h.size(n, data)
+				e["size"] = size
+				if h.lfs[n] {
+					e["size"] = 134 // the pointer file
+					e["lfs"] = map[string]any{"sha256": h.etag(n), "size": size, "pointerSize": 134}
+				}
+			}
+			sib = append(sib, e)
 		}
 		json.NewEncoder(w).Encode(map[string]any{"id": testRepo, "sha": h.commit, "siblings": sib})
 	case strings.HasPrefix(p, "/"+testRepo+"/resolve/"+h.commit+"/"):
@@ -127,16 +144,29 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Repo-Commit", h.commit)
 		if h.lfs[name] {
 			w.Header().Set("X-Linked-Etag", `"`+h.etag(name)+`"`)
-			w.Header().Set("X-Linked-Size", fmt.Sprint(len(data)))
+			if !h.noSizes {
+				w.Header().Set("X-Linked-Size", fmt.Sprint(h.size(name, data)))
+			}
 			w.Header().Set("ETag", `"`+gitSHA1([]byte("pointer"))+`"`)
 			http.Redirect(w, r, "/cdn/"+name, http.StatusFound)
 			return
 		}
 		w.Header().Set("ETag", `"`+h.etag(name)+`"`)
+		if h.noSizes || h.streamCap[name] > 0 {
+			h.stream(w, r, name)
+			return
+		}
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 	case strings.HasPrefix(p, "/cdn/"):
 		name := strings.TrimPrefix(p, "/cdn/")
 		data := h.files[name]
+		if h.slowCDN > 0 {
+			time.Sleep(h.slowCDN)
+		}
+		if h.noSizes || h.streamCap[name] > 0 {
+			h.stream(w, r, name)
+			return
+		}
 		h.mu.Lock()
 		cut, doCut := h.cutAfter[name]
 		if doCut && r.Header.Get("Range") == "" {
@@ -155,6 +185,38 @@ func (h *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 	default:
 		http.NotFound(w, r)
+	}
+}
+
+// size is what the hub announces for a file.
+func (h *fakeHub) size(name string, data []byte) int64 {
+	if n, ok := h.listSize[name]; ok {
+		return n
+	}
+	return int64(len(data))
+}
+
+// stream sends a file without a Content-Length (chunked), as a server that
+// announces no size does; with streamCap set it keeps repeating the data
+// up to that many bytes, as a hostile one does.
+func (h *fakeHub) stream(w http.ResponseWriter, r *http.Request, name string) {
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	data := h.files[name]
+	total := h.streamCap[name]
+	if total == 0 {
+		total = int64(len(data))
+	}
+	w.WriteHeader(http.StatusOK)
+	for sent := int64(0); sent < total; {
+		chunk := data[:min(int64(len(data)), total-sent)]
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		sent += int64(len(chunk))
 	}
 }
 
@@ -351,6 +413,7 @@ func writeModel(t *testing.T, dir string) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{}`), 0o644)
 	os.WriteFile(filepath.Join(dir, "model.safetensors"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("{}"), 0o644)
 }
 
 func TestLocate(t *testing.T) {
@@ -387,7 +450,7 @@ func TestLocate(t *testing.T) {
 		{"mlx-community/Qwen3-4B-4bit", filepath.Join(repoDir, "snapshots", commit), "hf-cache", ""},
 		{"https://huggingface.co/mlx-community/Qwen3-4B-4bit", filepath.Join(repoDir, "snapshots", commit), "hf-cache", ""},
 		{"org/inxdg", filepath.Join(data, "org", "inxdg"), "data-dir", ""},
-		{"org/broken", "", "", "file does not exist"},
+		{"org/broken", "", "", "shard model-00001-of-00002.safetensors listed in model.safetensors.index.json is missing"},
 		{"./missing/dir", "", "", "model directory ./missing/dir: no such file or directory"},
 		{"not a name!", "", "", `model "not a name!" is not a directory, a known alias`},
 		{"", "", "", "empty model name"},

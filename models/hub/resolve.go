@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/adrg/xdg"
 )
@@ -42,6 +42,9 @@ type Options struct {
 	// Client is the HTTP client; default a client without a global timeout
 	// (downloads are long; cancel through the context).
 	Client *http.Client
+	// MaxUnknownSize caps the download of a file whose size the hub does
+	// not announce; default 256 GiB for *.safetensors, 1 GiB otherwise.
+	MaxUnknownSize int64
 	// Progress, when set, is called as files download.
 	Progress func(Progress)
 	// Getenv reads the environment; default os.Getenv. Tests replace it.
@@ -217,6 +220,10 @@ type Resolution struct {
 	Repo string
 	// Source is "path", "hf-cache", "data-dir" or "download".
 	Source string
+
+	// verified: an hf-cache snapshot was checked against the repository's
+	// file list (its manifest), not only for its structure.
+	verified bool
 }
 
 // Locate finds a model without downloading: a local directory, else (for
@@ -253,16 +260,28 @@ func Locate(name string, opt Options) (res Resolution, searched []string, err er
 	}
 	repoDir := filepath.Join(cache, repoFolder(repo))
 	searched = append(searched, repoDir)
-	if dir, ok := findSnapshot(repoDir, opt.revision()); ok {
-		return Resolution{Dir: dir, Repo: repo, Source: "hf-cache"}, searched, nil
+	dir, verified, incomplete := findSnapshot(repoDir, opt.revision())
+	if dir != "" && incomplete == nil {
+		return Resolution{Dir: dir, Repo: repo, Source: "hf-cache", verified: verified}, searched, nil
 	}
 	data := filepath.Join(opt.dataDir(), filepath.FromSlash(repo))
 	searched = append(searched, data)
 	if checkModelDir(data) == nil {
 		return Resolution{Dir: data, Repo: repo, Source: "data-dir"}, searched, nil
 	}
+	if incomplete != nil {
+		return Resolution{Repo: repo}, searched, &notFound{incomplete}
+	}
 	return Resolution{Repo: repo}, searched, fs.ErrNotExist
 }
+
+// notFound is Locate's error when the only copy of a model is an
+// incomplete snapshot: it is fs.ErrNotExist (a download completes it) and
+// says what is missing.
+type notFound struct{ why error }
+
+func (e *notFound) Error() string        { return e.why.Error() }
+func (e *notFound) Is(target error) bool { return target == fs.ErrNotExist }
 
 // RepoID turns a model argument that is not a path into a repo id: an
 // alias, an ORG/NAME id, or a hub URL (https://huggingface.co/ORG/NAME).
@@ -283,25 +302,80 @@ func RepoID(name string) (string, error) {
 
 // Resolve finds a model (see Locate) and, when it is not on disk and
 // downloads are allowed, downloads it from the hub into the Hugging Face
-// cache. A name that resolves to nothing gives one line saying where it
+// cache. A cached snapshot that no download of ours has checked (another
+// tool made it) is checked once against the hub's file list, and missing
+// files are fetched; when the hub cannot be reached the cache is used as
+// it is. A name that resolves to nothing gives one line saying where it
 // looked and why the download failed.
 func Resolve(ctx context.Context, name string, opt Options) (Resolution, error) {
 	res, searched, err := Locate(name, opt)
 	if err == nil {
+		if res.Source == "hf-cache" && !res.verified && !opt.offline() {
+			return opt.completeSnapshot(ctx, res)
+		}
 		return res, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) || res.Repo == "" {
 		return res, err
 	}
 	where := strings.Join(searched, ", ")
+	var nf *notFound
+	if errors.As(err, &nf) {
+		where += "; " + nf.Error()
+	}
 	if opt.offline() {
 		return res, fmt.Errorf("model %s not found (looked in %s) and downloads are off (offline)", displayName(name, res.Repo), where)
 	}
 	dir, derr := Download(ctx, res.Repo, opt)
 	if derr != nil {
+		if errors.Is(derr, errDiskFull) {
+			// The cause leads, so a cut-off line still shows it.
+			var df *diskFullError
+			errors.As(derr, &df)
+			return res, fmt.Errorf("%w (downloading model %s)", df, displayName(name, res.Repo))
+		}
 		return res, fmt.Errorf("model %s not found (looked in %s); download failed: %w", displayName(name, res.Repo), where, derr)
 	}
-	return Resolution{Dir: dir, Repo: res.Repo, Source: "download"}, nil
+	return Resolution{Dir: dir, Repo: res.Repo, Source: "download", verified: true}, nil
+}
+
+// verifyTimeout bounds the one listing request that checks a snapshot
+// made by another tool, so an unreachable hub delays the start little.
+const verifyTimeout = 10 * time.Second
+
+// completeSnapshot checks a cached snapshot without a manifest against the
+// hub's file list for its commit: when nothing is missing it records the
+// manifest, else it downloads the missing files. A hub that cannot be
+// reached leaves the snapshot as it is.
+func (o Options) completeSnapshot(ctx context.Context, res Resolution) (Resolution, error) {
+	commit := filepath.Base(res.Dir)
+	repoDir := filepath.Dir(filepath.Dir(res.Dir))
+	lctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	_, listed, err := o.listFiles(lctx, res.Repo, commit)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, nil
+	}
+	var want []manifestFile
+	for _, f := range listed {
+		if WantFile(f.name) {
+			want = append(want, manifestFile{Name: f.name, Size: f.size})
+		}
+	}
+	if len(missingFiles(res.Dir, want)) == 0 {
+		// Recording is an optimisation: a cache we cannot write to still works.
+		_ = writeManifest(repoDir, manifest{Repo: res.Repo, Commit: commit, Files: want})
+		res.verified = true
+		return res, nil
+	}
+	dir, err := o.download(ctx, res.Repo, commit)
+	if err != nil {
+		return res, fmt.Errorf("completing the cached snapshot %s: %w", res.Dir, err)
+	}
+	return Resolution{Dir: dir, Repo: res.Repo, Source: "download", verified: true}, nil
 }
 
 func displayName(name, repo string) string {
@@ -318,49 +392,28 @@ func repoFolder(repo string) string {
 
 var commitRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// findSnapshot returns the complete snapshot directory of a cached repo
-// for a revision (a commit hash, or a ref under refs/).
-func findSnapshot(repoDir, rev string) (string, bool) {
+// findSnapshot returns the snapshot directory of a cached repo for a
+// revision (a commit hash, or a ref under refs/), "" when there is none,
+// and incomplete saying what is missing when it is not complete (see
+// checkSnapshot).
+func findSnapshot(repoDir, rev string) (dir string, verified bool, incomplete error) {
 	commit := rev
 	if !commitRe.MatchString(rev) {
 		b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(rev)))
 		if err != nil {
-			return "", false
+			return "", false, nil
 		}
 		commit = strings.TrimSpace(string(b))
 		if !commitRe.MatchString(commit) {
-			return "", false
+			return "", false, nil
 		}
 	}
-	dir := filepath.Join(repoDir, "snapshots", commit)
-	if checkModelDir(dir) != nil {
-		return "", false
+	dir = filepath.Join(repoDir, "snapshots", commit)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", false, nil
 	}
-	return dir, true
-}
-
-// checkModelDir reports whether dir holds config.json and complete
-// weights (model.safetensors, or an index whose shards all exist).
-func checkModelDir(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		return fmt.Errorf("model directory %s: no config.json", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
-		return nil
-	}
-	shards, err := indexShards(filepath.Join(dir, "model.safetensors.index.json"))
-	if err == nil {
-		for _, s := range shards {
-			if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
-				return fmt.Errorf("model directory %s: shard %s missing", dir, s)
-			}
-		}
-		return nil
-	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "*.safetensors")); len(m) > 0 {
-		return nil
-	}
-	return fmt.Errorf("model directory %s: no safetensors weights", dir)
+	verified, incomplete = checkSnapshot(repoDir, commit)
+	return dir, verified, incomplete
 }
 
 func unwrapPathError(err error) error {
@@ -369,28 +422,4 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// indexShards lists the shard files named by a model.safetensors.index.json.
-func indexShards(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var idx struct {
-		WeightMap map[string]string `json:"weight_map"`
-	}
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, f := range idx.WeightMap {
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
