@@ -2,11 +2,11 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
