@@ -5,7 +5,12 @@ import (
 	"path/filepath"
 
 	"mlxchat/models/checkpoint"
+	"mlxchat/models/cohere2"
+	"mlxchat/models/gemma3"
 	"mlxchat/models/gemma3n"
+	"mlxchat/models/llama"
+	"mlxchat/models/olmo3"
+	"mlxchat/models/qwen3"
 	"mlxchat/tensor"
 )
 
@@ -20,6 +25,21 @@ func architectures() []architecture {
 	return []architecture{
 		{gemma3n.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
 			return gemma3n.New(ck, be)
+		}},
+		{gemma3.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return gemma3.New(ck, be)
+		}},
+		{llama.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return llama.New(ck, be)
+		}},
+		{qwen3.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return qwen3.New(ck, be)
+		}},
+		{olmo3.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return olmo3.New(ck, be)
+		}},
+		{cohere2.ModelTypes, func(ck *checkpoint.Checkpoint, be tensor.Backend) (Model, error) {
+			return cohere2.New(ck, be)
 		}},
 	}
 }

@@ -9,12 +9,14 @@ import (
 
 // Attention is a grouped-query self-attention block:
 //
-//	q = rope(qnorm(x·Wqᵀ)), k = rope(knorm(x·Wkᵀ)), v = vnorm(x·Wvᵀ)
-//	out = attention(q, K, V, mask)·Woᵀ
+//	q = rope(qnorm(x·Wqᵀ + bq)), k = rope(knorm(x·Wkᵀ + bk)), v = vnorm(x·Wvᵀ + bv)
+//	out = attention(q, K, V, mask)·Woᵀ + bo
 //
 // with K, V and the mask from kvcache (its own cache, or the cache of the
-// layer it shares). Norms are per head over HeadDim; a nil norm weight with
-// VNorm set is an unweighted RMSNorm, as Gemma 3n's v_norm.
+// layer it shares). The q/k norms are RMSNorms per head over HeadDim
+// (Gemma, Qwen3) or, with FullWidthQKNorm, over the whole projection before
+// it is split into heads (OLMo 2/3); a nil norm weight with VNorm set is an
+// unweighted per-head RMSNorm, as Gemma 3n's v_norm. Biases are optional.
 type Attention struct {
 	// Layer is the index of this layer in the cache.
 	Layer int
@@ -23,8 +25,13 @@ type Attention struct {
 	// Q, K, V, O are the projections; K and V are nil for a layer that
 	// reads another layer's cache (Shared).
 	Q, K, V, O *tensor.Matrix
-	// QNorm and KNorm are per-head RMSNorm weights (nil: no norm).
+	// QBias, KBias, VBias and OBias are F32 [1, out] biases (nil: none).
+	QBias, KBias, VBias, OBias *tensor.Tensor
+	// QNorm and KNorm are RMSNorm weights (nil: no norm): [HeadDim] per
+	// head, or [Heads·HeadDim] and [KVHeads·HeadDim] with FullWidthQKNorm.
 	QNorm, KNorm *tensor.Tensor
+	// FullWidthQKNorm normalizes q and k over their whole width.
+	FullWidthQKNorm bool
 	// VNorm applies an unweighted per-head RMSNorm to the values.
 	VNorm bool
 	// Eps is the RMSNorm epsilon.
@@ -45,12 +52,11 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 	n := x.Rows()
 	pos0 := cache.Offset()
 	q := ar.Get(n, a.Heads, a.HeadDim)
-	if err := be.MatMul(Reshape(q, n, a.Heads*a.HeadDim), x, a.Q); err != nil {
+	if err := project(be, Reshape(q, n, a.Heads*a.HeadDim), x, a.Q, a.QBias); err != nil {
 		return fmt.Errorf("layer %d q_proj: %w", a.Layer, err)
 	}
 	if a.QNorm != nil {
-		qh := Reshape(q, n*a.Heads, a.HeadDim)
-		if err := be.RMSNorm(qh, qh, a.QNorm, a.Eps); err != nil {
+		if err := a.qkNorm(be, q, n, a.Heads, a.QNorm); err != nil {
 			return fmt.Errorf("layer %d q_norm: %w", a.Layer, err)
 		}
 	}
@@ -66,15 +72,15 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 	} else {
 		k := ar.Get(n, a.KVHeads, a.HeadDim)
 		v := ar.Get(n, a.KVHeads, a.HeadDim)
-		if err := be.MatMul(Reshape(k, n, a.KVHeads*a.HeadDim), x, a.K); err != nil {
+		if err := project(be, Reshape(k, n, a.KVHeads*a.HeadDim), x, a.K, a.KBias); err != nil {
 			return fmt.Errorf("layer %d k_proj: %w", a.Layer, err)
 		}
-		if err := be.MatMul(Reshape(v, n, a.KVHeads*a.HeadDim), x, a.V); err != nil {
+		if err := project(be, Reshape(v, n, a.KVHeads*a.HeadDim), x, a.V, a.VBias); err != nil {
 			return fmt.Errorf("layer %d v_proj: %w", a.Layer, err)
 		}
-		kh, vh := Reshape(k, n*a.KVHeads, a.HeadDim), Reshape(v, n*a.KVHeads, a.HeadDim)
+		vh := Reshape(v, n*a.KVHeads, a.HeadDim)
 		if a.KNorm != nil {
-			if err := be.RMSNorm(kh, kh, a.KNorm, a.Eps); err != nil {
+			if err := a.qkNorm(be, k, n, a.KVHeads, a.KNorm); err != nil {
 				return fmt.Errorf("layer %d k_norm: %w", a.Layer, err)
 			}
 		}
@@ -102,23 +108,48 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 	if err := be.Attention(o, q, view.K, view.V, view.Mask, a.Scale); err != nil {
 		return fmt.Errorf("layer %d attention: %w", a.Layer, err)
 	}
-	if err := be.MatMul(out, Reshape(o, n, a.Heads*a.HeadDim), a.O); err != nil {
+	if err := project(be, out, Reshape(o, n, a.Heads*a.HeadDim), a.O, a.OBias); err != nil {
 		return fmt.Errorf("layer %d o_proj: %w", a.Layer, err)
+	}
+	return nil
+}
+
+// qkNorm applies the q or k norm to t [n, heads, HeadDim] in place.
+func (a *Attention) qkNorm(be tensor.Backend, t *tensor.Tensor, n, heads int, w *tensor.Tensor) error {
+	rows := Reshape(t, n*heads, a.HeadDim)
+	if a.FullWidthQKNorm {
+		rows = Reshape(t, n, heads*a.HeadDim)
+	}
+	return be.RMSNorm(rows, rows, w, a.Eps)
+}
+
+// project computes dst = x·mᵀ (+ bias, a broadcast row, when not nil).
+func project(be tensor.Backend, dst, x *tensor.Tensor, m *tensor.Matrix, bias *tensor.Tensor) error {
+	if err := be.MatMul(dst, x, m); err != nil {
+		return err
+	}
+	if bias != nil {
+		return be.Add(dst, dst, bias)
 	}
 	return nil
 }
 
 // WeightBytes is the number of weight bytes one token reads.
 func (a *Attention) WeightBytes() int64 {
-	n := int64(a.Q.Bytes() + a.O.Bytes())
+	n := int64(a.Q.Bytes()+a.O.Bytes()) + tensorBytes(a.QNorm, a.QBias, a.OBias)
 	if !a.Shared {
-		n += int64(a.K.Bytes() + a.V.Bytes())
-		if a.KNorm != nil {
-			n += int64(len(a.KNorm.Data))
-		}
+		n += int64(a.K.Bytes()+a.V.Bytes()) + tensorBytes(a.KNorm, a.KBias, a.VBias)
 	}
-	if a.QNorm != nil {
-		n += int64(len(a.QNorm.Data))
+	return n
+}
+
+// tensorBytes adds up the data of the non-nil tensors.
+func tensorBytes(ts ...*tensor.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		if t != nil {
+			n += int64(len(t.Data))
+		}
 	}
 	return n
 }

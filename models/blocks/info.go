@@ -26,4 +26,7 @@ type Info struct {
 	Quantization string
 	// Layers is the cache layout NewCache uses, one entry per layer.
 	Layers []kvcache.LayerSpec
+	// Notes are load-time remarks worth showing a user, e.g. a config
+	// setting the model deliberately does not follow.
+	Notes []string
 }

@@ -6,15 +6,41 @@ import (
 	"mlxchat/tensor"
 )
 
-// MLP is a gated feed-forward block with the tanh-approximated GELU:
-// out = (gelu(sparsify(x·Wgᵀ)) ⊙ x·Wuᵀ)·Wdᵀ, where sparsify is Gemma 3n's
-// gaussian top-k (kept values above mean + SparsityStd·std of each row,
-// shifted down by that cutoff) when Sparse is set.
+// Activation is the nonlinearity of a gated MLP's gate branch.
+type Activation uint8
+
+const (
+	// GeluTanh is the tanh approximation of GELU (Gemma's
+	// gelu_pytorch_tanh).
+	GeluTanh Activation = iota
+	// SiLU is x·sigmoid(x) (Llama, Qwen, OLMo, Cohere: hidden_act silu).
+	SiLU
+)
+
+func (a Activation) String() string {
+	switch a {
+	case GeluTanh:
+		return "gelu_tanh"
+	case SiLU:
+		return "silu"
+	}
+	return fmt.Sprintf("activation(%d)", uint8(a))
+}
+
+// MLP is a gated feed-forward block:
+// out = (act(sparsify(x·Wgᵀ + bg)) ⊙ (x·Wuᵀ + bu))·Wdᵀ + bd, where act is
+// Act and sparsify is Gemma 3n's gaussian top-k (kept values above
+// mean + SparsityStd·std of each row, shifted down by that cutoff) when
+// Sparse is set. Biases are optional.
 type MLP struct {
 	// Layer is the layer index, for error messages.
 	Layer int
 	// Gate, Up, Down are the projections.
 	Gate, Up, Down *tensor.Matrix
+	// GateBias, UpBias, DownBias are F32 [1, out] biases (nil: none).
+	GateBias, UpBias, DownBias *tensor.Tensor
+	// Act is the gate activation (zero value: GeluTanh).
+	Act Activation
 	// Sparse enables the gaussian top-k on the gate activations, with the
 	// cutoff at mean + SparsityStd·std.
 	Sparse      bool
@@ -26,7 +52,7 @@ func (m *MLP) Forward(be tensor.Backend, ar *Arena, out, x *tensor.Tensor) error
 	n := x.Rows()
 	g := ar.Get(n, m.Gate.Out)
 	u := ar.Get(n, m.Up.Out)
-	if err := be.MatMul(g, x, m.Gate); err != nil {
+	if err := project(be, g, x, m.Gate, m.GateBias); err != nil {
 		return fmt.Errorf("layer %d gate_proj: %w", m.Layer, err)
 	}
 	if m.Sparse {
@@ -38,16 +64,25 @@ func (m *MLP) Forward(be tensor.Backend, ar *Arena, out, x *tensor.Tensor) error
 			return fmt.Errorf("layer %d activation sparsity: %w", m.Layer, err)
 		}
 	}
-	if err := be.GeluTanh(g, g); err != nil {
-		return fmt.Errorf("layer %d gelu: %w", m.Layer, err)
+	var err error
+	switch m.Act {
+	case GeluTanh:
+		err = be.GeluTanh(g, g)
+	case SiLU:
+		err = be.SiLU(g, g)
+	default:
+		err = fmt.Errorf("unknown activation %s", m.Act)
 	}
-	if err := be.MatMul(u, x, m.Up); err != nil {
+	if err != nil {
+		return fmt.Errorf("layer %d %s: %w", m.Layer, m.Act, err)
+	}
+	if err := project(be, u, x, m.Up, m.UpBias); err != nil {
 		return fmt.Errorf("layer %d up_proj: %w", m.Layer, err)
 	}
 	if err := be.Mul(g, g, u); err != nil {
 		return fmt.Errorf("layer %d gate*up: %w", m.Layer, err)
 	}
-	if err := be.MatMul(out, g, m.Down); err != nil {
+	if err := project(be, out, g, m.Down, m.DownBias); err != nil {
 		return fmt.Errorf("layer %d down_proj: %w", m.Layer, err)
 	}
 	return nil
@@ -55,5 +90,5 @@ func (m *MLP) Forward(be tensor.Backend, ar *Arena, out, x *tensor.Tensor) error
 
 // WeightBytes is the number of weight bytes one token reads.
 func (m *MLP) WeightBytes() int64 {
-	return int64(m.Gate.Bytes() + m.Up.Bytes() + m.Down.Bytes())
+	return int64(m.Gate.Bytes()+m.Up.Bytes()+m.Down.Bytes()) + tensorBytes(m.GateBias, m.UpBias, m.DownBias)
 }

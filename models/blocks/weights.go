@@ -42,6 +42,79 @@ func (w *Weights) F32(path string, shape ...int) (*tensor.Tensor, error) {
 	return tensor.FromF32(vals, shape...)
 }
 
+// OnePlus loads a norm weight of n values stored zero-centred (Gemma's
+// convention) and returns 1 + w as an F32 tensor [n], computed in float32
+// as transformers does.
+func (w *Weights) OnePlus(path string, n int) (*tensor.Tensor, error) {
+	t, err := w.F32(path, n)
+	if err != nil {
+		return nil, err
+	}
+	v := t.F32()
+	for i := range v {
+		v[i] = 1 + v[i]
+	}
+	return t, nil
+}
+
+// RMSNorm loads the RMSNorm at path (its ".weight", width n); with onePlus
+// the stored weight is zero-centred and 1 + w is precomputed in F32.
+func (w *Weights) RMSNorm(path string, n int, eps float32, onePlus bool) (*Norm, error) {
+	var t *tensor.Tensor
+	var err error
+	if onePlus {
+		t, err = w.OnePlus(path+".weight", n)
+	} else {
+		t, err = w.Norm(path+".weight", n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Norm{Name: w.Prefix + path, Kind: RMSNorm, Weight: t, Eps: eps}, nil
+}
+
+// LayerNorm loads the LayerNorm at path: its ".weight" (width n) and, when
+// the checkpoint has one, its ".bias".
+func (w *Weights) LayerNorm(path string, n int, eps float32) (*Norm, error) {
+	t, err := w.Norm(path+".weight", n)
+	if err != nil {
+		return nil, err
+	}
+	nm := &Norm{Name: w.Prefix + path, Kind: LayerNorm, Weight: t, Eps: eps}
+	if w.CK.Has(w.Prefix + path + ".bias") {
+		if nm.Bias, err = w.Norm(path+".bias", n); err != nil {
+			return nil, err
+		}
+	}
+	return nm, nil
+}
+
+// Bias loads the bias of the linear module at path (its ".bias", n values)
+// as an F32 row [1, n] for a broadcast Add.
+func (w *Weights) Bias(path string, n int) (*tensor.Tensor, error) {
+	t, err := w.F32(path+".bias", n)
+	if err != nil {
+		return nil, err
+	}
+	return Reshape(t, 1, n), nil
+}
+
+// Linear loads the matrix at path (out by in) and, when withBias, its bias.
+func (w *Weights) Linear(path string, out, in int, withBias bool) (*tensor.Matrix, *tensor.Tensor, error) {
+	m, err := w.Matrix(path, out, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !withBias {
+		return m, nil, nil
+	}
+	b, err := w.Bias(path, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, b, nil
+}
+
 // DenseF32 loads a small float matrix [out, in] as a dense F32 Matrix,
 // each value passed through f (nil: unchanged), e.g. to clip coefficients.
 func (w *Weights) DenseF32(path string, out, in int, f func(float32) float32) (*tensor.Matrix, error) {

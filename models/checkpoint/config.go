@@ -58,6 +58,10 @@ func unwrapPathError(err error) error {
 	return err
 }
 
+// KeyPath is key's full dotted path in its file ("text_config.head_dim"
+// for a key of Text()), as error messages name it.
+func (c *Config) KeyPath(key string) string { return c.full(key) }
+
 func (c *Config) full(key string) string {
 	if c.prefix == "" {
 		return key

@@ -2,6 +2,7 @@ package gemma3n
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,8 +165,11 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 				if d := maxDiff(b.F32(), a.F32()); d > quantDecodeTolerance*scale {
 					t.Fatalf("decode step %d: logits differ by %.3g", step, d)
 				}
-				if argmax(b.F32()) != argmax(a.F32()) {
-					t.Fatalf("decode step %d: greedy ids differ", step)
+				// The greedy ids must agree wherever the dense top two
+				// logits are further apart than the tolerance allows the
+				// quantized ones to move (tiny_b has near ties).
+				if argmax(b.F32()) != argmax(a.F32()) && topGap(a.F32()) > 2*quantDecodeTolerance*scale {
+					t.Fatalf("decode step %d: greedy ids differ (top-2 gap %.3g)", step, topGap(a.F32()))
 				}
 				next = argmax(a.F32())
 			}
@@ -174,4 +178,18 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 			}
 		})
 	}
+}
+
+// topGap is the difference between the largest and second largest value.
+func topGap(x []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range x {
+		f := float64(v)
+		if f > a {
+			a, b = f, a
+		} else if f > b {
+			b = f
+		}
+	}
+	return a - b
 }

@@ -565,8 +565,12 @@ def make(spec, outdir, versions):
     name = spec["name"]
     t0 = time.time()
     cfg_dict = spec["config"]
+    # hf_config: the same model in a spelling the installed transformers
+    # accepts, when config.json is written in one it rejects (spec docs say
+    # why the two are equivalent)
+    hf_dict = spec.get("hf_config", cfg_dict)
     text_key = spec.get("text_key")
-    cfg = load_hf_config(cfg_dict, text_key)
+    cfg = load_hf_config(hf_dict, text_key)
     model = build_model(cfg)
     init_weights(model, spec["seed"], spec.get("one_plus_w", False))
     tied = model.get_output_embeddings().weight is model.model.embed_tokens.weight
@@ -599,10 +603,12 @@ def make(spec, outdir, versions):
     probe = torch.randint(3, V, (Tmax,), generator=torch.Generator().manual_seed(1))
     _, seen = logits_of(model, probe, record=True)
     if spec.get("rope_override") == "olmo3":
-        plain = copy.deepcopy(cfg_dict)
+        plain = copy.deepcopy(hf_dict)
         plain.pop("rope_scaling", None)
-        rp = plain.get("rope_parameters")
-        theta = (rp or {}).get("rope_theta", plain.get("rope_theta", 500000.0))
+        rp = plain.get("rope_parameters") or {}
+        if "full_attention" in rp:
+            rp = rp["full_attention"]
+        theta = rp.get("rope_theta", plain.get("rope_theta", 500000.0))
         plain.pop("rope_parameters", None)
         plain["rope_theta"] = theta
         cfg_plain = load_hf_config(plain, text_key)

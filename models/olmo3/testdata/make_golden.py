@@ -24,7 +24,11 @@ Configurations:
   o3_b  the transformers 5.0 pre-release format: a flat rope_parameters dict
         with yarn (factor 4, original 1024, base 1e4, no attention_factor:
         0.1 ln 4 + 1) and no rope_scaling key; explicit layer_types
-        alternating sliding/full; MHA; window 8.
+        alternating sliding/full; MHA; window 8. transformers 5.17 rejects
+        a flat rope_parameters for olmo3 (it wants one entry per layer
+        type), so it is given the per-type form that config means: yarn on
+        full_attention, the default table at the same base on
+        sliding_attention (the rule models/olmo3 reads a flat dict by).
 """
 import os
 import sys
@@ -99,6 +103,12 @@ SPECS = [
         },
     ),
 ]
+
+# o3_b as transformers 5.17 accepts it (see the docstring).
+SPECS[1]["hf_config"] = dict(SPECS[1]["config"], rope_parameters={
+    "full_attention": dict(SPECS[1]["config"]["rope_parameters"]),
+    "sliding_attention": {"rope_type": "default", "rope_theta": SPECS[1]["config"]["rope_parameters"]["rope_theta"]},
+})
 
 if __name__ == "__main__":
     sys.exit(goldenlib.main(SPECS, os.path.dirname(os.path.abspath(__file__))))
