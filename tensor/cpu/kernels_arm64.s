@@ -23,6 +23,46 @@
 // HSUM4 reduces V(v).4S into F(v) (uses FADDP twice).
 #define HSUM4(v) FADDP(v, v, v); FADDPS(v, v)
 
+// Four-row forms for prefill: one packed weight row against four x rows
+// (xstride bytes apart), decoding each step's codes once for all four;
+// out[r] = Σ_g s[g]·Σ q·x_r. V16-V23 accumulate a group (two per row),
+// V24-V27 the row totals.
+#define ZERO8 \
+	VEOR V16.B16, V16.B16, V16.B16; VEOR V17.B16, V17.B16, V17.B16; \
+	VEOR V18.B16, V18.B16, V18.B16; VEOR V19.B16, V19.B16, V19.B16; \
+	VEOR V20.B16, V20.B16, V20.B16; VEOR V21.B16, V21.B16, V21.B16; \
+	VEOR V22.B16, V22.B16, V22.B16; VEOR V23.B16, V23.B16, V23.B16
+
+// FMAROW(xp, a, b) loads 16 floats of one x row and adds codes V4-V7
+// times them into accumulators a, b.
+#define FMAROW(xp, a, b) \
+	VLD1.P 64(xp), [V8.S4, V9.S4, V10.S4, V11.S4]; \
+	VFMLA V4.S4, V8.S4, a; VFMLA V5.S4, V9.S4, b; \
+	VFMLA V6.S4, V10.S4, a; VFMLA V7.S4, V11.S4, b
+
+#define FMA4ROWS \
+	FMAROW(R2, V16.S4, V17.S4); FMAROW(R6, V18.S4, V19.S4); \
+	FMAROW(R7, V20.S4, V21.S4); FMAROW(R8, V22.S4, V23.S4)
+
+// SCALE4 adds s[g]·(group sums) to the four totals.
+#define SCALE4 \
+	FADD(17, 16, 16); FADD(19, 18, 18); FADD(21, 20, 20); FADD(23, 22, 22); \
+	FMOVS.P 4(R1), F28; VDUP V28.S[0], V29.S4; \
+	VFMLA V16.S4, V29.S4, V24.S4; VFMLA V18.S4, V29.S4, V25.S4; \
+	VFMLA V20.S4, V29.S4, V26.S4; VFMLA V22.S4, V29.S4, V27.S4
+
+#define SETUP4 \
+	MOVD w+0(FP), R0; MOVD s+8(FP), R1; MOVD x+16(FP), R2; MOVD xstride+24(FP), R9; \
+	MOVD groups+32(FP), R3; MOVD steps+40(FP), R4; \
+	ADD R9, R2, R6; ADD R9, R6, R7; ADD R9, R7, R8; \
+	VEOR V24.B16, V24.B16, V24.B16; VEOR V25.B16, V25.B16, V25.B16; \
+	VEOR V26.B16, V26.B16, V26.B16; VEOR V27.B16, V27.B16, V27.B16
+
+#define STORE4 \
+	MOVD out+48(FP), R0; \
+	HSUM4(24); HSUM4(25); HSUM4(26); HSUM4(27); \
+	FMOVS F24, 0(R0); FMOVS F25, 4(R0); FMOVS F26, 8(R0); FMOVS F27, 12(R0)
+
 // func dotNEON(a, b *float32, n int) float32   (n a multiple of 16)
 TEXT ·dotNEON(SB), NOSPLIT, $0-28
 	MOVD a+0(FP), R0
@@ -281,6 +321,62 @@ qi8block:
 	BNE    qi8group
 	HSUM4(20)
 	FMOVS F20, ret+48(FP)
+	RET
+
+
+// func q4x4NEON(w *byte, s, x *float32, xstride, groups, steps int, out *[4]float32)
+TEXT ·q4x4NEON(SB), NOSPLIT, $0-56
+	SETUP4
+q4x4group:
+	ZERO8
+	MOVD R4, R5
+q4x4step:
+	VLD1.P 8(R0), [V0.B8]
+	VUSHR  $4, V0.B8, V2.B8
+	VUXTL  V0.B8, V1.H8
+	VUXTL  V2.B8, V3.H8
+	VUXTL  V1.H4, V4.S4
+	VUXTL2 V1.H8, V5.S4
+	VUXTL  V3.H4, V6.S4
+	VUXTL2 V3.H8, V7.S4
+	UCVTF(4, 4)
+	UCVTF(5, 5)
+	UCVTF(6, 6)
+	UCVTF(7, 7)
+	FMA4ROWS
+	SUBS $1, R5, R5
+	BNE  q4x4step
+	SCALE4
+	SUBS $1, R3, R3
+	BNE  q4x4group
+	STORE4
+	RET
+
+// func q8x4NEON(w *byte, s, x *float32, xstride, groups, steps int, out *[4]float32)
+TEXT ·q8x4NEON(SB), NOSPLIT, $0-56
+	SETUP4
+q8x4group:
+	ZERO8
+	MOVD R4, R5
+q8x4step:
+	VLD1.P 16(R0), [V0.B16]
+	VUXTL  V0.B8, V1.H8
+	VUXTL2 V0.B16, V3.H8
+	VUXTL  V1.H4, V4.S4
+	VUXTL2 V1.H8, V5.S4
+	VUXTL  V3.H4, V6.S4
+	VUXTL2 V3.H8, V7.S4
+	UCVTF(4, 4)
+	UCVTF(5, 5)
+	UCVTF(6, 6)
+	UCVTF(7, 7)
+	FMA4ROWS
+	SUBS $1, R5, R5
+	BNE  q8x4step
+	SCALE4
+	SUBS $1, R3, R3
+	BNE  q8x4group
+	STORE4
 	RET
 
 // func spinPause()

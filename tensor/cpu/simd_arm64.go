@@ -49,6 +49,12 @@ func q4dotNEON(w *byte, s, x *float32, groups, steps int) float32
 func q8dotNEON(w *byte, s, x *float32, groups, steps int) float32
 
 //go:noescape
+func q4x4NEON(w *byte, s, x *float32, xstride, groups, steps int, out *[4]float32)
+
+//go:noescape
+func q8x4NEON(w *byte, s, x *float32, xstride, groups, steps int, out *[4]float32)
+
+//go:noescape
 func qi4dotNEON(w *byte, s *float32, xq *int16, sx *float32, groups, blocks int) float32
 
 //go:noescape
@@ -75,15 +81,14 @@ func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad,
 	for t := range rows {
 		wt := (*byte)(unsafe.Add(unsafe.Pointer(w), t*wstride))
 		st, bt := addF(s, 4*t*gpad), addF(b, 4*t*gpad)
+		var q [4]float32
+		if bits == 4 {
+			q4x4NEON(wt, st, x, xstride, groups, steps, &q)
+		} else {
+			q8x4NEON(wt, st, x, xstride, groups, steps, &q)
+		}
 		for r := range 4 {
-			xr := addF(x, r*xstride)
-			var q float32
-			if bits == 4 {
-				q = q4dotNEON(wt, st, xr, groups, steps)
-			} else {
-				q = q8dotNEON(wt, st, xr, groups, steps)
-			}
-			*addF(dst, r*dstride+4*t) = q + biasDot(bt, addF(xs, r*xsstride), gpad)
+			*addF(dst, r*dstride+4*t) = q[r] + biasDot(bt, addF(xs, r*xsstride), gpad)
 		}
 	}
 }
