@@ -33,7 +33,8 @@
 //     SMLAL sums; dot, axpy, BF16/F16 widening), the "SIMD" level on arm64;
 //     simd_other.go serves other architectures. Tested under qemu-aarch64
 //     by scripts/test.sh with the same tests; not yet timed on arm64
-//     hardware.
+//     hardware (BenchmarkNEONvsPortable gives the ratio there; under qemu
+//     it only counts emulated work).
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //
