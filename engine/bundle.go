@@ -66,6 +66,11 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 		return nil, namingFile(err, dir, cfgPath)
 	}
 	info := m.Config()
+	// Checked here, not at the first prefill: ids the model has no row for.
+	if n := tk.VocabSize(); n > info.VocabSize {
+		return nil, fmt.Errorf("%s has %d token ids but %s has vocab_size %d: the tokenizer does not belong to this model",
+			tokPath, n, filepath.Join(dir, checkpoint.ConfigFile), info.VocabSize)
+	}
 	stops := tmpl.StopTokens(tk, info.StopIDs)
 	if len(stops) == 0 {
 		return nil, errors.New("the model has no end-of-sequence token (generation_config.json eos_token_id)")

@@ -164,6 +164,11 @@ type Options struct {
 	// TokenizerJSON, when set, is copied into the directory as
 	// tokenizer.json; TokenizerConfig likewise as tokenizer_config.json.
 	TokenizerJSON, TokenizerConfig string
+	// GenerateTokenizer, when TokenizerJSON is empty, writes the generated
+	// Gemma tokenizer (GemmaTokenizer, with the model's vocab_size and
+	// GemmaChatTemplate) as tokenizer.json and tokenizer_config.json, so
+	// the model runs in the chat as it is.
+	GenerateTokenizer bool
 }
 
 func (o Options) groupSize() int {
@@ -441,6 +446,21 @@ func WriteGemma3n(dir string, d Gemma3nDims, opt Options) (*Result, error) {
 		}
 		if err := copyFile(cp.src, filepath.Join(dir, cp.name)); err != nil {
 			return nil, err
+		}
+	}
+	if opt.GenerateTokenizer && opt.TokenizerJSON == "" {
+		tok, tokCfg, err := GemmaTokenizer(d.Vocab)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range []struct {
+			name string
+			data []byte
+		}{{"tokenizer.json", tok}, {"tokenizer_config.json", tokCfg}} {
+			p := filepath.Join(dir, f.name)
+			if err := os.WriteFile(p, f.data, 0o644); err != nil {
+				return nil, fmt.Errorf("writing %s: %w", p, err)
+			}
 		}
 	}
 	files, err := WriteWeights(dir, b.specs, opt.ShardBytes, opt.Seed)

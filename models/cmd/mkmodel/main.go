@@ -47,7 +47,7 @@ func run(args []string, stdout io.Writer) error {
 	shardMB := fs.Int64("shard-mb", 0, "split weights into shards of at most this many MiB (0: one file)")
 	scaleDT := fs.String("scale-dtype", "bf16", "dtype of quantization scales and biases: bf16, f16 or f32")
 	denseDT := fs.String("dense-dtype", "bf16", "dtype of unquantized tensors: bf16, f16 or f32")
-	tok := fs.String("tokenizer", "", "tokenizer.json to copy into the model directory")
+	tok := fs.String("tokenizer", "", "tokenizer.json to copy into the model directory (default: a generated Gemma tokenizer of the model's vocab size, with tokenizer_config.json and the Gemma chat template)")
 	tokCfg := fs.String("tokenizer-config", "", "tokenizer_config.json to copy into the model directory")
 	vocab := fs.Int("vocab", 0, "tiny: override vocab_size (e.g. 262400 to use a real Gemma tokenizer)")
 	window := fs.Int("window", 0, "tiny: override sliding_window")
@@ -68,7 +68,10 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("-out DIR is required")
 	}
 	opt := synth.Options{Bits: *bits, GroupSize: *group, Seed: *seed, OmitSharedKV: *omitKV,
-		ShardBytes: *shardMB << 20, TokenizerJSON: *tok, TokenizerConfig: *tokCfg}
+		ShardBytes: *shardMB << 20, TokenizerJSON: *tok, TokenizerConfig: *tokCfg, GenerateTokenizer: *tok == ""}
+	if *tok == "" && *tokCfg != "" {
+		return fmt.Errorf("-tokenizer-config needs -tokenizer (the generated tokenizer brings its own tokenizer_config.json)")
+	}
 	var err error
 	if opt.ScaleDType, err = parseFloatDType("scale-dtype", *scaleDT); err != nil {
 		return err
@@ -90,6 +93,9 @@ func run(args []string, stdout io.Writer) error {
 		dims = synth.TinyGemma3n()
 		opt.ExactQuant = true
 		if *vocab > 0 {
+			if min := synth.MinGemmaTokenizerVocab(); *tok == "" && *vocab < min {
+				return fmt.Errorf("-vocab %d: the generated tokenizer needs at least %d ids; pass -tokenizer FILE for a smaller vocabulary", *vocab, min)
+			}
 			dims.Vocab = *vocab
 			dims.VocabPerLayer = min(dims.VocabPerLayer, *vocab)
 		}
@@ -124,7 +130,11 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d tensors, %.2f GB of weights in %s (%d quantized modules) in %.1fs\n",
-		res.Dir, res.Tensors, float64(res.Bytes)/1e9, strings.Join(res.Files, ", "), len(res.Quantized), time.Since(start).Seconds())
+	tokNote := "tokenizer copied from " + *tok
+	if *tok == "" {
+		tokNote = fmt.Sprintf("generated Gemma tokenizer of %d ids", dims.Vocab)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d tensors, %.2f GB of weights in %s (%d quantized modules), %s, in %.1fs\n",
+		res.Dir, res.Tensors, float64(res.Bytes)/1e9, strings.Join(res.Files, ", "), len(res.Quantized), tokNote, time.Since(start).Seconds())
 	return nil
 }

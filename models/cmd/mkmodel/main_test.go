@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"mlxchat/models/chat"
+	"mlxchat/models/tokenizer"
 )
 
 func TestRun(t *testing.T) {
@@ -29,6 +33,8 @@ func TestRun(t *testing.T) {
 		{"e2b vocab", []string{"-kind", "e2b", "-out", filepath.Join(dir, "e"), "-vocab", "10"}, "apply to -kind tiny only"},
 		{"extra arg", []string{"-out", out, "x"}, `unexpected argument "x"`},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
+		{"vocab too small", []string{"-kind", "tiny", "-out", filepath.Join(dir, "v"), "-vocab", "300"}, "-vocab 300: the generated tokenizer needs at least"},
+		{"config alone", []string{"-kind", "tiny", "-out", filepath.Join(dir, "c"), "-tokenizer-config", tok}, "-tokenizer-config needs -tokenizer"},
 	}
 	for _, tc := range cases {
 		var buf bytes.Buffer
@@ -51,5 +57,32 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "model.safetensors")); err == nil {
 		t.Fatal("-force left the earlier model.safetensors behind")
+	}
+}
+
+// By default the model gets a generated tokenizer of its vocabulary size.
+func TestRunGeneratesTokenizer(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		vocab int
+	}{{nil, 512}, {[]string{"-vocab", "1000"}, 1000}} {
+		out := filepath.Join(t.TempDir(), "m")
+		var buf bytes.Buffer
+		if err := run(append([]string{"-kind", "tiny", "-out", out}, tc.args...), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), fmt.Sprintf("generated Gemma tokenizer of %d ids", tc.vocab)) {
+			t.Fatalf("output %q", buf.String())
+		}
+		tk, err := tokenizer.LoadDir(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.VocabSize() != tc.vocab {
+			t.Fatalf("tokenizer of %d ids, want %d", tk.VocabSize(), tc.vocab)
+		}
+		if _, err := chat.Load(out); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
