@@ -19,11 +19,21 @@ import (
 // Memory rules:
 //   - tensors from Alloc live in host-visible GPU buffers (or, when no
 //     memory can be had, carry a Handle that makes every op binding them
-//     and the next Sync fail); their Data is
-//     that buffer's mapping, valid after Sync. A tensor whose Data points
-//     into such a buffer (a view with or without Handle) binds in place.
-//     The buffer is reused once no Tensor.Handle refers to it any more, so
-//     keep the tensor (or a copy of it with the Handle) while using Data;
+//     and the next Sync fail). Small ones (up to heapMax bytes) share
+//     large heap chunks, so the kernels of a step bind few buffers and a
+//     recorded step stays valid while tensors come and go; larger ones get
+//     a buffer each. Their Data is that memory's host mapping, current
+//     after every Sync. A tensor whose Data points into such memory (a view
+//     with or without Handle) binds in place. The memory is reused once no
+//     Tensor.Handle refers to it any more, so keep the tensor (or a copy of
+//     it with the Handle) while using Data;
+//   - on drivers with remote activations (discrete GPUs) the kernels bind a
+//     device-only twin of that memory instead: the host bytes of a tensor
+//     are copied to the twin before the first op that uses it after Alloc,
+//     and every range an op writes is copied back to Data at Sync. Host
+//     writes into Data are therefore seen by ops only before the tensor's
+//     first use (as when kvcache fills a fresh buffer); later host writes
+//     must go to a fresh tensor;
 //   - weights (the tensors of a Matrix and RMSNorm weights) from host
 //     memory are uploaded on first use and cached by address and length;
 //     they must not change afterwards (mmap'd checkpoints do not);
@@ -33,6 +43,10 @@ import (
 //     an identity matrix, per-layer scale vectors) keeps its upload across
 //     steps; every use compares the host bytes with the uploaded ones, so a
 //     changed tensor is uploaded again, never served stale.
+//
+// Execution: ops are recorded as launches and handed to the driver at Sync
+// (see step.go): as a plan kept per shape of step and run again with new
+// parameter blocks where the driver is a Planner, else launch by launch.
 type Backend struct {
 	drv Driver
 	lim Limits
@@ -40,19 +54,20 @@ type Backend struct {
 	mu      sync.Mutex
 	live    []liveBuf // sorted by base address
 	pool    map[int][]*bufState
-	pooled  int64
+	pooled  int64       // bytes of pooled dedicated buffers
 	freed   []*bufState // released by cleanups, reclaimed after the next flush
+	heap    []*chunk    // chunks that small tensors are carved from
 	weights map[memKey]weightBuf
+	// validMats remembers matrices that passed quantInfo.
+	validMats map[matKey]uint32
 
 	arena     []*arenaChunk
 	darena    []*arenaChunk // device-only scratch (RemoteActivations drivers)
 	remote    RemoteActivations
+	planner   Planner
 	staged    map[memKey]stageSlot
 	writeback []stageSlot
-	pending   int // dispatches recorded since the last flush
 	stats     Stats
-	params    [64]uint32 // parameter block scratch (drivers copy it)
-	raw       [256]byte
 	err       error // first recording error since the last Sync
 	closed    bool
 	// actBytes is the size of every activation buffer obtained from the
@@ -73,6 +88,8 @@ type Backend struct {
 	cbytes, cwaste int64
 	seen, seenPrev map[memKey]uint64
 	seed           maphash.Seed
+
+	step stepState // the launches recorded since the last Sync and the plans
 }
 
 // constSlot is a host tensor's upload kept across steps and the bytes it
@@ -87,13 +104,30 @@ type constSlot struct {
 // it silently on the host.
 type allocFailure struct{ err error }
 
-// bufState is what a cleanup needs to recycle a buffer; buffer is the
-// Handle whose reachability decides when that happens.
+// chunk is one host-visible driver buffer that activations live in: a heap
+// chunk holding many small tensors, or the buffer of one large tensor.
+type chunk struct {
+	buf  Buf    // host-visible buffer, mapped at mem
+	mem  []byte // its host mapping
+	dev  Buf    // device-only twin the kernels bind (remote drivers; made at first use)
+	size int64
+	used int64 // bytes handed out so far (heap chunks)
+	heap bool
+}
+
+// bufState is one tensor allocation: size bytes at off in its chunk. buffer
+// is the Handle whose reachability decides when it is recycled.
 type bufState struct {
-	buf  Buf
-	mem  []byte
+	ch   *chunk
+	off  int64
+	mem  []byte // the allocation's host bytes (ch.mem[off:off+size])
 	base uintptr
 	size int
+	// fresh marks host bytes not yet copied to the device twin (remote
+	// drivers): set by Alloc, cleared by the upload before first use.
+	fresh bool
+	// n is the byte length Alloc was asked for (the part to upload).
+	n int
 }
 
 type buffer struct{ st *bufState }
@@ -131,12 +165,17 @@ type stageSlot struct {
 // Stats counts the backend's work since it was opened.
 type Stats struct {
 	Syncs          int64 // Sync calls, with or without work
-	Dispatches     int64 // kernel launches recorded
-	Flushes        int64 // command buffers submitted (Syncs with work)
+	Ops            int64 // kernel launches recorded by ops (before fusion)
+	Dispatches     int64 // kernel launches handed to the driver
+	Flushes        int64 // steps submitted (Syncs with work)
+	PlanRuns       int64 // steps run from a kept plan (parameter blocks rewritten only)
+	PlanRecords    int64 // steps the driver recorded as a new plan
 	StagedBytes    int64 // host-tensor bytes copied into staging
 	WritebackBytes int64 // staged output bytes copied back at Sync
 	WeightBytes    int64 // weight bytes uploaded
 	ReusedBytes    int64 // host-tensor bytes served from an unchanged earlier upload
+	TwinUploads    int64 // activation bytes copied to device twins (remote drivers)
+	TwinReadback   int64 // activation bytes copied back from device twins at Sync
 }
 
 // ProfileStaging starts (on) or stops counting staged bytes per tensor
@@ -161,8 +200,16 @@ func (b *Backend) Stats() Stats {
 	return b.stats
 }
 
-// maxPooled bounds the bytes of idle activation buffers kept for reuse.
-const maxPooled = 512 << 20
+const (
+	// maxPooled bounds the bytes of idle dedicated activation buffers
+	// kept for reuse.
+	maxPooled = 512 << 20
+	// heapMax is the largest allocation carved from a heap chunk; larger
+	// tensors get their own buffer.
+	heapMax = 2 << 20
+	// heapChunk is the size of a heap chunk.
+	heapChunk = 64 << 20
+)
 
 // New returns a Backend on drv.
 func New(drv Driver) *Backend {
@@ -177,17 +224,20 @@ func New(drv Driver) *Backend {
 	if r, ok := drv.(RemoteActivations); ok && r.ActivationsRemote() {
 		remote = r
 	}
+	planner, _ := drv.(Planner)
 	return &Backend{
-		remote:   remote,
-		drv:      drv,
-		lim:      lim,
-		pool:     map[int][]*bufState{},
-		weights:  map[memKey]weightBuf{},
-		staged:   map[memKey]stageSlot{},
-		consts:   map[memKey]constSlot{},
-		seen:     map[memKey]uint64{},
-		seenPrev: map[memKey]uint64{},
-		seed:     maphash.MakeSeed(),
+		remote:    remote,
+		planner:   planner,
+		drv:       drv,
+		lim:       lim,
+		pool:      map[int][]*bufState{},
+		weights:   map[memKey]weightBuf{},
+		validMats: map[matKey]uint32{},
+		staged:    map[memKey]stageSlot{},
+		consts:    map[memKey]constSlot{},
+		seen:      map[memKey]uint64{},
+		seenPrev:  map[memKey]uint64{},
+		seed:      maphash.MakeSeed(),
 	}
 }
 
@@ -204,6 +254,7 @@ func (b *Backend) SetMaxRange(n int64) {
 	defer b.mu.Unlock()
 	if n > 0 && n < b.drv.Limits().MaxRange {
 		b.lim.MaxRange = n
+		b.dropPlans()
 	}
 }
 
@@ -250,6 +301,7 @@ func (b *Backend) Alloc(shape ...int) *tensor.Tensor {
 		t.Handle = &allocFailure{err: err}
 		return t
 	}
+	st.fresh, st.n = true, n
 	h := &buffer{st: st}
 	runtime.AddCleanup(h, b.reclaim, st)
 	b.register(st, h)
@@ -259,6 +311,9 @@ func (b *Backend) Alloc(shape ...int) *tensor.Tensor {
 // sizeClass rounds n up so similar requests share pooled buffers.
 func sizeClass(n int) int {
 	if n <= 4096 {
+		if n <= 1024 {
+			return 1024
+		}
 		return 4096
 	}
 	c := 4096
@@ -282,19 +337,84 @@ func (b *Backend) newBuf(n int) (*bufState, error) {
 	if l := b.pool[size]; len(l) > 0 {
 		st := l[len(l)-1]
 		b.pool[size] = l[:len(l)-1]
-		b.pooled -= int64(size)
+		if !st.ch.heap {
+			b.pooled -= int64(size)
+		}
 		clear(st.mem)
 		return st, nil
 	}
-	if b.memLimit > 0 && b.actBytes+int64(size) > b.memLimit {
-		return nil, fmt.Errorf("%d bytes more would exceed the memory limit of %d (%d in use)", size, b.memLimit, b.actBytes)
+	if size <= heapMax {
+		if st, err := b.carve(size); err == nil {
+			return st, nil
+		}
+		// No room for another heap chunk (a memory limit, or the device is
+		// nearly full): a buffer of its own may still fit.
 	}
-	buf, mem, err := b.drv.NewBuffer(size)
+	ch, err := b.newChunk(int64(size), false)
 	if err != nil {
 		return nil, err
 	}
-	b.actBytes += int64(size)
-	return &bufState{buf: buf, mem: mem, base: dataPtr(mem), size: size}, nil
+	return &bufState{ch: ch, mem: ch.mem, base: dataPtr(ch.mem), size: size}, nil
+}
+
+// carve hands out size bytes of a heap chunk, adding a chunk when the last
+// one is full.
+func (b *Backend) carve(size int) (*bufState, error) {
+	align := max(b.lim.OffsetAlign, 256)
+	csize := min(heapChunk, b.drv.Limits().MaxRange)
+	if int64(size) > csize/4 {
+		return nil, fmt.Errorf("%d bytes: too large for a heap chunk of %d", size, csize)
+	}
+	var ch *chunk
+	if k := len(b.heap); k > 0 {
+		c := b.heap[k-1]
+		if off := (c.used + align - 1) &^ (align - 1); off+int64(size) <= c.size {
+			c.used = off
+			ch = c
+		}
+	}
+	if ch == nil {
+		var err error
+		if ch, err = b.newChunk(csize, true); err != nil {
+			return nil, err
+		}
+		if len(b.heap) > 0 {
+			// Tensors dropped by their users (a logits tensor per step)
+			// return to the pool only once collected: ask for a collection
+			// so the chunks in use stay few.
+			go runtime.GC()
+		}
+		b.heap = append(b.heap, ch)
+	}
+	off := ch.used
+	ch.used += int64(size)
+	mem := ch.mem[off : off+int64(size) : off+int64(size)]
+	return &bufState{ch: ch, off: off, mem: mem, base: dataPtr(mem), size: size}, nil
+}
+
+// newChunk obtains a host-visible buffer of size bytes from the driver.
+func (b *Backend) newChunk(size int64, heap bool) (*chunk, error) {
+	if b.memLimit > 0 && b.actBytes+size > b.memLimit {
+		return nil, fmt.Errorf("%d bytes more would exceed the memory limit of %d (%d in use)", size, b.memLimit, b.actBytes)
+	}
+	buf, mem, err := b.drv.NewBuffer(int(size))
+	if err != nil {
+		return nil, err
+	}
+	b.actBytes += size
+	return &chunk{buf: buf, mem: mem, size: size, heap: heap}, nil
+}
+
+// releaseChunk hands a chunk (and its twin) back to the driver. Plans may
+// bind it, so they are dropped.
+func (b *Backend) releaseChunk(ch *chunk) {
+	b.drv.Release(ch.buf)
+	if ch.dev != nil {
+		b.drv.Release(ch.dev)
+		ch.dev = nil
+	}
+	b.actBytes -= ch.size
+	b.dropPlans()
 }
 
 func (b *Backend) register(st *bufState, h *buffer) {
@@ -321,13 +441,17 @@ func (b *Backend) recycle() {
 	dead := map[*bufState]bool{}
 	for _, st := range b.freed {
 		dead[st] = true
-		if b.closed || b.pooled+int64(st.size) > maxPooled {
-			b.drv.Release(st.buf)
-			b.actBytes -= int64(st.size)
+		if b.closed {
 			continue
 		}
+		if !st.ch.heap {
+			if b.pooled+int64(st.size) > maxPooled {
+				b.releaseChunk(st.ch)
+				continue
+			}
+			b.pooled += int64(st.size)
+		}
 		b.pool[st.size] = append(b.pool[st.size], st)
-		b.pooled += int64(st.size)
 	}
 	b.freed = b.freed[:0]
 	live := b.live[:0]
@@ -339,14 +463,19 @@ func (b *Backend) recycle() {
 	b.live = live
 }
 
-// releasePool hands every idle pooled buffer back to the driver.
+// releasePool hands every idle pooled dedicated buffer back to the driver
+// (heap pieces stay with their chunk).
 func (b *Backend) releasePool() {
 	for size, l := range b.pool {
+		keep := l[:0]
 		for _, st := range l {
-			b.drv.Release(st.buf)
-			b.actBytes -= int64(st.size)
+			if st.ch.heap {
+				keep = append(keep, st)
+				continue
+			}
+			b.releaseChunk(st.ch)
 		}
-		delete(b.pool, size)
+		b.pool[size] = keep
 	}
 	b.pooled = 0
 }
@@ -364,8 +493,8 @@ func (b *Backend) lookup(p uintptr, n int) *bufState {
 	return lb.st
 }
 
-// Sync submits the recorded work, waits for it, copies staged outputs back
-// to their host tensors and returns the first error since the last Sync.
+// Sync runs the recorded work, waits for it, copies outputs back to their
+// host tensors and returns the first error since the last Sync.
 func (b *Backend) Sync() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -375,12 +504,8 @@ func (b *Backend) Sync() error {
 	if b.closed {
 		return fmt.Errorf("%s backend: Sync after Close", b.drv.Name())
 	}
-	if b.pending > 0 {
-		if ferr := b.drv.Flush(); ferr != nil && err == nil {
-			err = fmt.Errorf("%s backend: running %d recorded ops: %w", b.drv.Name(), b.pending, ferr)
-		}
-		b.pending = 0
-		b.stats.Flushes++
+	if rerr := b.runStep(); rerr != nil && err == nil {
+		err = rerr
 	}
 	for _, s := range b.writeback {
 		b.stats.WritebackBytes += int64(len(s.host))
@@ -419,12 +544,30 @@ func (b *Backend) Close() error {
 		return err
 	}
 	b.closed = true
+	b.dropPlans()
+	released := map[*chunk]bool{}
+	release := func(ch *chunk) {
+		if !released[ch] {
+			released[ch] = true
+			b.drv.Release(ch.buf)
+			if ch.dev != nil {
+				b.drv.Release(ch.dev)
+			}
+		}
+	}
 	for _, lb := range b.live {
-		b.drv.Release(lb.st.buf)
+		release(lb.st.ch)
 	}
 	b.live = nil
-	b.releasePool()
-	b.actBytes = 0
+	for _, l := range b.pool {
+		for _, st := range l {
+			release(st.ch)
+		}
+	}
+	for _, ch := range b.heap {
+		release(ch)
+	}
+	b.pool, b.heap, b.pooled, b.actBytes = map[int][]*bufState{}, nil, 0, 0
 	for _, w := range b.weights {
 		b.drv.Release(w.buf)
 	}
@@ -448,6 +591,7 @@ func (b *Backend) DropWeights() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.dropPlans()
 	for _, w := range b.weights {
 		b.drv.Release(w.buf)
 	}
@@ -490,6 +634,7 @@ func (b *Backend) UnmapWeights(region []byte) error {
 	err := b.Sync()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.dropPlans()
 	lo, hi := dataPtr(region), dataPtr(region)+uintptr(len(region))
 	for k, w := range b.weights {
 		if k.ptr >= lo && k.ptr < hi {

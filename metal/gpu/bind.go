@@ -16,6 +16,7 @@ import (
 type arg struct {
 	t      *tensor.Tensor
 	write  bool
+	read   bool // with write: the kernel also reads the range (in place)
 	weight bool
 	off, n int64
 	// scratch, when set, is a slot of this step's arena that t.Data views
@@ -25,6 +26,7 @@ type arg struct {
 
 func in(t *tensor.Tensor) arg     { return arg{t: t} }
 func out(t *tensor.Tensor) arg    { return arg{t: t, write: true} }
+func inout(t *tensor.Tensor) arg  { return arg{t: t, write: true, read: true} }
 func weight(t *tensor.Tensor) arg { return arg{t: t, weight: true} }
 
 // sub narrows a to bytes [off, off+n) of its tensor.
@@ -34,28 +36,48 @@ func (a arg) sub(off, n int64) arg { a.off, a.n = off, n; return a }
 // on a 16-byte boundary; callers fall back to a scalar kernel.
 var errMisaligned = errors.New("binding not aligned for vector loads")
 
+// ref is where an operand's bytes are for the GPU: byte offset off in buf
+// (of size bytes); st is the activation allocation holding them, if any.
+type ref struct {
+	buf  Buf
+	off  int64
+	size int64
+	st   *bufState
+}
+
 // resolve maps a tensor's bytes to a buffer range: an activation buffer it
-// lives in, its uploaded weight copy, or a staging slot.
-func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
+// lives in (its device twin on remote drivers), its uploaded weight copy,
+// or a staging slot.
+func (b *Backend) resolve(a arg) (ref, error) {
 	t := a.t
 	if len(t.Data) == 0 {
-		return nil, 0, 0, fmt.Errorf("tensor %s has no data", t)
+		return ref{}, fmt.Errorf("tensor %s has no data", t)
 	}
 	if f, ok := t.Handle.(*allocFailure); ok {
-		return nil, 0, 0, fmt.Errorf("tensor %s has no GPU memory: %w", t, f.err)
+		return ref{}, fmt.Errorf("tensor %s has no GPU memory: %w", t, f.err)
 	}
 	if a.scratch != nil {
-		return a.scratch.chunk.buf, a.scratch.off + a.off, a.scratch.chunk.size, nil
+		return ref{buf: a.scratch.chunk.buf, off: a.scratch.off + a.off, size: a.scratch.chunk.size}, nil
 	}
 	p := dataPtr(t.Data)
-	var st *bufState
-	if h, ok := t.Handle.(*buffer); ok && p >= h.st.base && p+uintptr(len(t.Data)) <= h.st.base+uintptr(h.st.size) {
-		st = h.st
-	} else {
-		st = b.lookup(p, len(t.Data))
-	}
-	if st != nil {
-		return st.buf, int64(p-st.base) + a.off, int64(st.size), nil
+	if st := b.activation(t); st != nil {
+		ch := st.ch
+		buf := ch.buf
+		if b.remote != nil {
+			if ch.dev == nil {
+				dev, err := b.remote.NewDeviceBuffer(int(ch.size))
+				if err != nil {
+					return ref{}, fmt.Errorf("device copy of %d bytes of activations: %w", ch.size, err)
+				}
+				ch.dev = dev
+			}
+			if st.fresh {
+				st.fresh = false
+				b.step.uploads = append(b.step.uploads, st)
+			}
+			buf = ch.dev
+		}
+		return ref{buf: buf, off: st.off + int64(p-st.base) + a.off, size: ch.size, st: st}, nil
 	}
 	if a.weight {
 		if mw, ok := b.drv.(MappedWeights); ok {
@@ -64,7 +86,7 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 				n = int64(len(t.Data)) - a.off
 			}
 			if buf, off, size, ok := mw.WeightRange(p+uintptr(a.off), n); ok {
-				return buf, off, size, nil
+				return ref{buf: buf, off: off, size: size}, nil
 			}
 		}
 		key := memKey{p, len(t.Data)}
@@ -78,7 +100,7 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 			}
 			wb, err := b.drv.NewWeights(data)
 			if err != nil {
-				return nil, 0, 0, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
+				return ref{}, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
 			}
 			// Keep both: t.Data pins the address the cache is keyed by,
 			// data is what the driver may alias (the padded copy when
@@ -87,16 +109,26 @@ func (b *Backend) resolve(a arg) (buf Buf, off, size int64, err error) {
 			b.stats.WeightBytes += int64(len(t.Data))
 			b.weights[key] = w
 		}
-		return w.buf, a.off, int64((len(t.Data) + 15) &^ 15), nil
+		return ref{buf: w.buf, off: a.off, size: int64((len(t.Data) + 15) &^ 15)}, nil
 	}
 	if b.profile != nil {
 		b.profKey = fmt.Sprintf("%s%v", t.DType, t.Shape)
 	}
 	s, err := b.stage(t.Data, a.write)
 	if err != nil {
-		return nil, 0, 0, err
+		return ref{}, err
 	}
-	return s.chunk.buf, s.off + a.off, s.chunk.size, nil
+	return ref{buf: s.chunk.buf, off: s.off + a.off, size: s.chunk.size}, nil
+}
+
+// activation returns the live allocation t.Data lies in, or nil for host
+// memory.
+func (b *Backend) activation(t *tensor.Tensor) *bufState {
+	p := dataPtr(t.Data)
+	if h, ok := t.Handle.(*buffer); ok && p >= h.st.base && p+uintptr(len(t.Data)) <= h.st.base+uintptr(h.st.size) {
+		return h.st
+	}
+	return b.lookup(p, len(t.Data))
 }
 
 // Limits of the upload cache of unchanged host tensors: the largest
@@ -230,9 +262,10 @@ func (b *Backend) scratch(n int) (arg, error) {
 
 // localize returns a, an F32 operand of n values that many workgroups will
 // re-read, copied into device-only scratch when the driver's activations
-// are remote; otherwise a itself.
+// are remote and a is a plain host tensor (staged in host memory);
+// otherwise a itself (activations are read from their device twins).
 func (b *Backend) localize(a arg, n int) (arg, error) {
-	if b.remote == nil {
+	if b.remote == nil || a.scratch != nil || b.activation(a.t) != nil {
 		return a, nil
 	}
 	s, err := b.scratch(n)
@@ -248,7 +281,7 @@ func (b *Backend) localize(a arg, n int) (arg, error) {
 }
 
 // launch binds args to kernel id's slots, packs the offsets and words into
-// its parameter block and records the dispatch.
+// its parameter block and records the launch for Sync.
 func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]int) error {
 	k := id.Info()
 	if len(words) != k.Params {
@@ -259,13 +292,18 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 			return fmt.Errorf("kernel %s: grid %v out of range", id, groups)
 		}
 	}
-	params := b.params[:kernels.ParamHeader+len(words)]
-	clear(params[:kernels.ParamHeader])
-	copy(params[kernels.ParamHeader:], words)
-	var binds [8]Binding
+	st := &b.step
+	w0, a0 := len(st.words), len(st.acc)
+	rollback := func() { st.words, st.acc = st.words[:w0], st.acc[:a0] }
+	var header [kernels.ParamHeader]uint32
+	st.words = append(st.words, header[:]...)
+	st.words = append(st.words, words...)
+	params := st.words[w0:]
+	rec := launchRec{id: id, groups: groups}
 	for _, slot := range k.Bindings {
 		a := args[slot]
 		if a.t == nil {
+			rollback()
 			return fmt.Errorf("kernel %s: binding %d has no tensor", id, slot)
 		}
 		n := a.n
@@ -273,46 +311,53 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 			n = int64(len(a.t.Data)) - a.off
 		}
 		if a.scratch != nil && a.n == 0 {
+			rollback()
 			return fmt.Errorf("kernel %s: scratch binding %d without a size", id, slot)
 		}
-		buf, off, bufSize, err := b.resolve(a)
+		r, err := b.resolve(a)
 		if err != nil {
+			rollback()
 			return err
 		}
-		aligned := off &^ (b.lim.OffsetAlign - 1)
-		resid := off - aligned
 		unit := int64(a.t.DType.Size())
 		if k.Vec4[slot] {
 			unit = 16
 		}
+		// Bind the whole buffer where the limit allows, so a step binds
+		// the same ranges while its tensors move inside them.
+		var bind int64
+		size := r.size
+		if size > b.lim.MaxRange {
+			bind = r.off &^ (b.lim.OffsetAlign - 1)
+			size = min(b.lim.MaxRange, r.size-bind)
+		}
+		resid := r.off - bind
 		if unit == 0 || resid%unit != 0 {
+			rollback()
 			if k.Vec4[slot] {
 				return errMisaligned
 			}
-			return fmt.Errorf("kernel %s: tensor %s at byte offset %d is not aligned to its element size", id, a.t, off)
+			return fmt.Errorf("kernel %s: tensor %s at byte offset %d is not aligned to its element size", id, a.t, r.off)
 		}
-		size := (resid + n + 15) &^ 15
-		if size > bufSize-aligned {
-			size = bufSize - aligned
+		if resid+n > size {
+			rollback()
+			return fmt.Errorf("kernel %s: binding of %d bytes exceeds the device limit of %d", id, resid+n, b.lim.MaxRange)
 		}
-		if size > b.lim.MaxRange {
-			return fmt.Errorf("kernel %s: binding of %d bytes exceeds the device limit of %d", id, size, b.lim.MaxRange)
+		if resid/unit > math.MaxUint32 {
+			rollback()
+			return fmt.Errorf("kernel %s: tensor %s sits beyond 2^32 elements into its buffer", id, a.t)
 		}
-		binds[slot] = Binding{Buf: buf, Offset: aligned, Size: size}
+		rec.binds[slot] = Binding{Buf: r.buf, Offset: bind, Size: size}
 		params[slot] = uint32(resid / unit)
+		if a.read && a.write {
+			st.acc = append(st.acc, access{buf: r.buf, lo: r.off, hi: r.off + n, st: r.st})
+		}
+		st.acc = append(st.acc, access{buf: r.buf, lo: r.off, hi: r.off + n, write: a.write, st: r.st})
 	}
-	raw := b.raw[:4*len(params)]
-	for i, w := range params {
-		raw[4*i] = byte(w)
-		raw[4*i+1] = byte(w >> 8)
-		raw[4*i+2] = byte(w >> 16)
-		raw[4*i+3] = byte(w >> 24)
-	}
-	if err := b.drv.Dispatch(id, raw, &binds, groups); err != nil {
-		return fmt.Errorf("recording %s: %w", id, err)
-	}
-	b.pending++
-	b.stats.Dispatches++
+	rec.w0, rec.w1 = int32(w0), int32(len(st.words))
+	rec.a0, rec.a1 = int32(a0), int32(len(st.acc))
+	st.recs = append(st.recs, rec)
+	b.stats.Ops++
 	return nil
 }
 

@@ -71,7 +71,7 @@ func TestPaddedWeightStaysAlive(t *testing.T) {
 	d := &hostDriver{}
 	b := New(d)
 	w := tensor.New(tensor.F32, 5) // 20 bytes: padded to 32
-	if _, _, _, err := b.resolve(weight(w)); err != nil {
+	if _, err := b.resolve(weight(w)); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -104,15 +104,15 @@ func TestMappedWeightsBindInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf, off, size, err := b.resolve(weight(w))
+	r, err := b.resolve(weight(w))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if buf != Buf(d.regionBuf) || off != 100 || size != 4096 {
-		t.Errorf("resolve = %v, %d, %d; want the region buffer at offset 100 of 4096", buf, off, size)
+	if r.buf != Buf(d.regionBuf) || r.off != 100 || r.size != 4096 {
+		t.Errorf("resolve = %v, %d, %d; want the region buffer at offset 100 of 4096", r.buf, r.off, r.size)
 	}
-	if _, off, _, _ := b.resolve(weight(w).sub(8, 4)); off != 108 {
-		t.Errorf("sub-range offset %d, want 108", off)
+	if r, _ := b.resolve(weight(w).sub(8, 4)); r.off != 108 {
+		t.Errorf("sub-range offset %d, want 108", r.off)
 	}
 	if len(d.given) != 0 || b.Stats().WeightBytes != 0 {
 		t.Errorf("%d uploads, %d weight bytes: want none for mapped weights", len(d.given), b.Stats().WeightBytes)
@@ -124,7 +124,7 @@ func TestMappedWeightsBindInPlace(t *testing.T) {
 		t.Fatal("UnmapWeights did not reach the driver")
 	}
 	// Now outside any region: uploaded, then forgotten by UnmapWeights.
-	if _, _, _, err := b.resolve(weight(w)); err != nil {
+	if _, err := b.resolve(weight(w)); err != nil {
 		t.Fatal(err)
 	}
 	if len(d.given) != 1 {

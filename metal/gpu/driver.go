@@ -23,6 +23,15 @@ type Binding struct {
 
 // Driver is what a GPU API host provides to Backend. Methods are called
 // with Backend's lock held, from one goroutine at a time.
+//
+// Backend records a whole step (everything between two Syncs) and hands it
+// over at Sync: to a Planner, when the driver is one, as a plan it keeps
+// and runs again for every later step of the same shape; otherwise launch
+// by launch through Dispatch, then Flush. Bindings cover whole buffers
+// where the binding limit allows, and each tensor's position inside its
+// binding travels in the parameter block (the kernels' ob0..ob7 words),
+// so the bindings of a step stay the same while positions, lengths and
+// token ids change.
 type Driver interface {
 	// Name is the backend name ("vulkan", "metal").
 	Name() string
@@ -41,22 +50,86 @@ type Driver interface {
 	// unused), over groups workgroups. Launches run in recording order,
 	// each seeing the writes of the ones before.
 	Dispatch(k kernels.ID, params []byte, binds *[8]Binding, groups [3]int) error
-	// Flush submits everything recorded and waits for it to finish.
+	// Flush submits everything recorded and waits for it, and for every
+	// plan run (Planner) and copy (RemoteActivations) submitted since the
+	// last Flush, to finish.
 	Flush() error
 	// Close releases the device; buffers must have been released.
 	Close() error
 }
 
+// Plan is a driver's recorded step (see Planner).
+type Plan any
+
+// Launch is one kernel launch of a plan.
+type Launch struct {
+	// Kernel is the kernel to run.
+	Kernel kernels.ID
+	// Binds are the storage bindings 1..7 (nil Buf = unused; slot 0 is
+	// ignored: the parameter block is bound there).
+	Binds [8]Binding
+	// Groups is the number of workgroups along x, y and z.
+	Groups [3]int
+	// Params is the byte offset of this launch's parameter block in the
+	// plan's parameter buffer and ParamSize its length in bytes.
+	Params, ParamSize int
+	// Barrier asks that every write of the launches before this one be
+	// complete and visible to it. Without it the launch may run
+	// concurrently with the launches back to the previous barrier:
+	// Backend sets it whenever this launch touches memory one of those
+	// writes, or writes memory one of them reads.
+	Barrier bool
+}
+
+// Planner is implemented by drivers that record a step once and run it
+// again with new parameter blocks: Vulkan keeps a command buffer, Metal
+// can keep the encoded launch list. Backend writes every launch's
+// parameter block into the plan's parameter buffer (host-visible, mapped)
+// before each RunPlan, so changing positions, lengths and ids never makes
+// the driver record again.
+type Planner interface {
+	// ParamAlign is the alignment, in bytes, of each launch's parameter
+	// block inside a plan's parameter buffer (a power of two).
+	ParamAlign() int
+	// NewPlan records launches for repeated runs and returns the plan and
+	// the host mapping of its parameter buffer of paramBytes bytes. The
+	// launches' buffers must outlive the plan.
+	NewPlan(launches []Launch, paramBytes int) (Plan, []byte, error)
+	// RunPlan submits the plan to run after all work submitted before it
+	// (Dispatch batches, plans, copies). It may return before the plan has
+	// finished: Flush waits. The parameter buffer must not change until
+	// then.
+	RunPlan(p Plan) error
+	// ReleasePlan frees a plan that is not running (none has been
+	// submitted since the last Flush).
+	ReleasePlan(p Plan)
+}
+
 // RemoteActivations is implemented by drivers whose NewBuffer memory is far
-// from the GPU (host memory across PCIe on a discrete GPU): Backend then
-// copies matmul inputs, which many workgroups re-read, into device-local
-// scratch first, and keeps GPU-only temporaries there.
+// from the GPU (host memory across PCIe on a discrete GPU). Backend then
+// keeps every activation buffer twice: the host-visible buffer whose
+// mapping is the tensor's Data, and a device-only twin the kernels bind.
+// It copies host bytes to the twin before the first launch that reads
+// them and copies what launches wrote back into the mapping at Sync, so
+// Data is current after every Sync while kernels never read across the
+// bus. GPU-only temporaries live in device-only scratch.
 type RemoteActivations interface {
 	// ActivationsRemote reports whether NewBuffer memory is slow for the
 	// GPU to read repeatedly.
 	ActivationsRemote() bool
 	// NewDeviceBuffer returns a buffer only the GPU accesses.
 	NewDeviceBuffer(size int) (Buf, error)
+	// Copy submits buffer-to-buffer copies that run after all work
+	// submitted before (and finish before any submitted after). Flush
+	// waits for them.
+	Copy(regions []CopyRegion) error
+}
+
+// CopyRegion is one buffer-to-buffer copy of Size bytes.
+type CopyRegion struct {
+	Src, Dst       Buf
+	SrcOff, DstOff int64
+	Size           int64
 }
 
 // MappedWeights is implemented by drivers that can wrap host memory in GPU

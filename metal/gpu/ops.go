@@ -23,7 +23,17 @@ func dtypeCode(what string, d tensor.DType) (uint32, error) {
 	return 0, fmt.Errorf("%s: dtype %s not supported (want F32, F16 or BF16)", what, d)
 }
 
-func checkF32(what string, t *tensor.Tensor) error {
+// checkF32 checks that t is a non-empty F32 tensor whose Data holds its
+// elements; what+part names it in the error (joined only on failure: this
+// runs for every operand of every op).
+func checkF32(what, part string, t *tensor.Tensor) error {
+	if t == nil || t.DType != tensor.F32 || len(t.Data) != t.Len()*4 || t.Len() == 0 {
+		return checkF32Slow(what+part, t)
+	}
+	return nil
+}
+
+func checkF32Slow(what string, t *tensor.Tensor) error {
 	if t == nil {
 		return fmt.Errorf("%s: missing tensor", what)
 	}
@@ -48,6 +58,41 @@ func lastDim(t *tensor.Tensor) int {
 
 // quantInfo validates a matrix and returns its scale dtype code (or the
 // dense dtype code) for the kernels.
+//
+// A matrix that passed once is remembered (by its address and the fields
+// checked), since every decode step multiplies by the same few hundred.
+func (b *Backend) quantInfo(what string, w *tensor.Matrix) (uint32, error) {
+	if w == nil {
+		return 0, fmt.Errorf("%s: missing matrix", what)
+	}
+	key := matKey{w: w, out: w.Out, in: w.In, bits: w.Bits, gs: w.GroupSize}
+	if w.W != nil {
+		key.wp, key.wn = dataPtr(w.W.Data), len(w.W.Data)
+	}
+	if w.Scales != nil && w.Biases != nil {
+		key.sp, key.bp = dataPtr(w.Scales.Data), dataPtr(w.Biases.Data)
+	}
+	if dt, ok := b.validMats[key]; ok {
+		return dt, nil
+	}
+	dt, err := quantInfo(what, w)
+	if err == nil {
+		if len(b.validMats) > 1<<14 {
+			clear(b.validMats)
+		}
+		b.validMats[key] = dt
+	}
+	return dt, err
+}
+
+// matKey identifies a validated matrix.
+type matKey struct {
+	w                 *tensor.Matrix
+	wp, sp, bp        uintptr
+	wn                int
+	out, in, bits, gs int
+}
+
 func quantInfo(what string, w *tensor.Matrix) (uint32, error) {
 	if w == nil {
 		return 0, fmt.Errorf("%s: missing matrix", what)
@@ -74,14 +119,14 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 }
 
 func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
-	dt, err := quantInfo("matmul", w)
+	dt, err := b.quantInfo("matmul", w)
 	if err != nil {
 		return err
 	}
-	if err := checkF32("matmul x", x); err != nil {
+	if err := checkF32("matmul x", "", x); err != nil {
 		return err
 	}
-	if err := checkF32("matmul dst", dst); err != nil {
+	if err := checkF32("matmul dst", "", dst); err != nil {
 		return err
 	}
 	n := x.Rows()
@@ -183,11 +228,11 @@ func (b *Backend) Gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) erro
 }
 
 func (b *Backend) gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) error {
-	dt, err := quantInfo("gather", w)
+	dt, err := b.quantInfo("gather", w)
 	if err != nil {
 		return err
 	}
-	if err := checkF32("gather dst", dst); err != nil {
+	if err := checkF32("gather dst", "", dst); err != nil {
 		return err
 	}
 	if len(ids) == 0 {
@@ -275,10 +320,10 @@ func (b *Backend) LayerNorm(dst, x, w, bias *tensor.Tensor, eps float32) error {
 // norm records the row-normalization kernel: RMSNorm, or LayerNorm when
 // center is set.
 func (b *Backend) norm(what string, dst, x, w, bias *tensor.Tensor, eps float32, center bool) error {
-	if err := checkF32(what+" x", x); err != nil {
+	if err := checkF32(what, " x", x); err != nil {
 		return err
 	}
-	if err := checkF32(what+" dst", dst); err != nil {
+	if err := checkF32(what, " dst", dst); err != nil {
 		return err
 	}
 	n := lastDim(x)
@@ -327,7 +372,7 @@ func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 }
 
 func (b *Backend) rope(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
-	if err := checkF32("rope x", x); err != nil {
+	if err := checkF32("rope x", "", x); err != nil {
 		return err
 	}
 	n, heads, hd, err := tensor.CheckRoPE(x, pos0, r)
@@ -342,7 +387,7 @@ func (b *Backend) rope(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 	if r.Interleaved {
 		inter = 1
 	}
-	args := [8]arg{1: out(x), 2: weight(r.InvFreq)}
+	args := [8]arg{1: inout(x), 2: weight(r.InvFreq)}
 	words := []uint32{uint32(n), uint32(heads), uint32(hd), uint32(half), uint32(pos0), inter}
 	return b.launch(kernels.RoPE, &args, words, grid1D(n*heads*half, 64))
 }
@@ -368,7 +413,7 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 		what string
 		t    *tensor.Tensor
 	}{{"attention q", q}, {"attention k", k}, {"attention v", v}, {"attention dst", dst}} {
-		if err := checkF32(c.what, c.t); err != nil {
+		if err := checkF32(c.what, "", c.t); err != nil {
 			return err
 		}
 	}
@@ -449,10 +494,10 @@ const (
 )
 
 func (b *Backend) eltwise(what string, op uint32, dst, a, bt *tensor.Tensor, f float32) error {
-	if err := checkF32(what+" dst", dst); err != nil {
+	if err := checkF32(what, " dst", dst); err != nil {
 		return err
 	}
-	if err := checkF32(what+" x", a); err != nil {
+	if err := checkF32(what, " x", a); err != nil {
 		return err
 	}
 	if dst.Len() != a.Len() {
@@ -460,7 +505,7 @@ func (b *Backend) eltwise(what string, op uint32, dst, a, bt *tensor.Tensor, f f
 	}
 	nb := a.Len()
 	if bt != nil {
-		if err := checkF32(what+" b", bt); err != nil {
+		if err := checkF32(what, " b", bt); err != nil {
 			return err
 		}
 		switch {
@@ -555,11 +600,11 @@ func (b *Backend) Argmax(dst, x *tensor.Tensor) error {
 }
 
 func (b *Backend) rowOp(what string, id kernels.ID, dst, x *tensor.Tensor) error {
-	if err := checkF32(what+" x", x); err != nil {
+	if err := checkF32(what, " x", x); err != nil {
 		return err
 	}
 	if id == kernels.Softmax {
-		if err := checkF32(what+" dst", dst); err != nil {
+		if err := checkF32(what, " dst", dst); err != nil {
 			return err
 		}
 		if dst.Len() != x.Len() {

@@ -23,7 +23,7 @@ func (b *Backend) GaussianTopK(dst, x *tensor.Tensor, multiplier float32) error 
 func (b *Backend) MatchRMS(dst, x, ref *tensor.Tensor, eps float32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := checkF32("match rms ref", ref); err != nil {
+	if err := checkF32("match rms ref", "", ref); err != nil {
 		return b.fail(err)
 	}
 	if ref.Len() != x.Len() || lastDim(ref) != lastDim(x) {
@@ -33,10 +33,10 @@ func (b *Backend) MatchRMS(dst, x, ref *tensor.Tensor, eps float32) error {
 }
 
 func (b *Backend) rowStat(what string, op uint32, dst, x, ref *tensor.Tensor, f float32) error {
-	if err := checkF32(what+" x", x); err != nil {
+	if err := checkF32(what, " x", x); err != nil {
 		return err
 	}
-	if err := checkF32(what+" dst", dst); err != nil {
+	if err := checkF32(what, " dst", dst); err != nil {
 		return err
 	}
 	if dst.Len() != x.Len() || lastDim(dst) != lastDim(x) {
@@ -48,7 +48,7 @@ func (b *Backend) rowStat(what string, op uint32, dst, x, ref *tensor.Tensor, f 
 }
 
 func streamDims(what string, t *tensor.Tensor) (s, n, w int, err error) {
-	if err := checkF32(what, t); err != nil {
+	if err := checkF32(what, "", t); err != nil {
 		return 0, 0, 0, err
 	}
 	if len(t.Shape) != 3 {

@@ -2,8 +2,13 @@
 // through purego (no cgo), creates an instance, a device and a compute
 // queue, makes pipelines from the committed SPIR-V of metal/kernels, and
 // implements gpu.Driver with host-visible buffers (device-local where the
-// device offers it), device-local weights uploaded once, and one command
-// buffer per Sync. Open returns the resulting backend ("vulkan").
+// device offers it), device-local weights uploaded once, and gpu.Planner:
+// a step is recorded once into a command buffer whose parameter blocks are
+// bound through dynamic uniform offsets into the plan's own buffer, and
+// later steps of the same shape only rewrite that buffer and resubmit. On
+// discrete GPUs it also implements gpu.RemoteActivations (device twins of
+// the activations, filled and read back by copy commands). Open returns
+// the resulting backend ("vulkan").
 //
 // Its tests run every kernel on whatever Vulkan device is present (Mesa's
 // lavapipe in CI, subgroup size 8) and compare it with float64 references

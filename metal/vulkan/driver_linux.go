@@ -44,7 +44,10 @@ type Driver struct {
 	submitted bool // earlier batches of this step are already on the queue
 	recording bool
 	lastPipe  uint64
-	fence     uint64
+
+	copyCBs []uintptr // command buffers of this step's copies (Copy)
+	copyIdx int
+	fence   uint64
 
 	scr *scratch // heap-allocated, reused by every Dispatch
 
@@ -94,6 +97,7 @@ type scratch struct {
 	layout  uint64
 	alloc   descSetAllocateInfo
 	barrier memoryBarrier
+	dynOff  uint32 // dynamic offset of the parameter block
 }
 
 const (
@@ -231,7 +235,7 @@ func (d *Driver) init() error {
 	for i := range binds {
 		binds[i] = descSetLayoutBinding{binding: uint32(i), descriptorType: descStorageBuffer, descriptorCount: 1, stageFlags: stageCompute}
 	}
-	binds[0].descriptorType = descUniformBuffer
+	binds[0].descriptorType = descUniformDynamic
 	lci := &descSetLayoutCreateInfo{sType: stDescSetLayoutCreate, bindingCount: 8, pBindings: p(&binds[0])}
 	if err := vkErr("vkCreateDescriptorSetLayout", v.CreateDescriptorSetLayout(d.dev, p(lci), nil, p(&d.setLayout))); err != nil {
 		return err
@@ -527,7 +531,7 @@ func (d *Driver) pipeline(k kernels.ID) (uint64, error) {
 func (d *Driver) descriptorSet() error {
 	for {
 		if d.poolIdx == len(d.pools) {
-			sizes := []descPoolSize{{descUniformBuffer, setsPerPool}, {descStorageBuffer, 7 * setsPerPool}}
+			sizes := []descPoolSize{{descUniformDynamic, setsPerPool}, {descStorageBuffer, 7 * setsPerPool}}
 			pci := &descPoolCreateInfo{sType: stDescPoolCreate, maxSets: setsPerPool, poolSizeCount: 2, pPoolSizes: p(&sizes[0])}
 			var pool uint64
 			if err := vkErr("vkCreateDescriptorPool", d.v.CreateDescriptorPool(d.dev, p(pci), nil, p(&pool))); err != nil {
@@ -594,8 +598,9 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 		return err
 	}
 	scr := d.scr
-	scr.infos[0] = descBufferInfo{buffer: ubo.buf, offset: uint64(uoff), rng: uint64((len(params) + 15) &^ 15)}
-	scr.writes[0].dstSet, scr.writes[0].dstBinding, scr.writes[0].descriptorType = scr.set, 0, descUniformBuffer
+	scr.infos[0] = descBufferInfo{buffer: ubo.buf, offset: 0, rng: uint64((len(params) + 15) &^ 15)}
+	scr.writes[0].dstSet, scr.writes[0].dstBinding, scr.writes[0].descriptorType = scr.set, 0, descUniformDynamic
+	scr.dynOff = uint32(uoff)
 	scr.writes[0].pBufferInfo = p(&scr.infos[0])
 	n := 1
 	for i := 1; i < 8; i++ {
@@ -618,7 +623,7 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 		purego.SyscallN(v.rawCmdBindPipeline, d.cb, bindCompute, uintptr(pipe))
 		d.lastPipe = pipe
 	}
-	purego.SyscallN(v.rawCmdBindDescriptorSets, d.cb, bindCompute, uintptr(d.pipeLayout), 0, 1, uintptr(p(&scr.set)), 0, 0)
+	purego.SyscallN(v.rawCmdBindDescriptorSets, d.cb, bindCompute, uintptr(d.pipeLayout), 0, 1, uintptr(p(&scr.set)), 1, uintptr(p(&scr.dynOff)))
 	purego.SyscallN(v.rawCmdDispatch, d.cb, uintptr(groups[0]), uintptr(groups[1]), uintptr(groups[2]))
 	purego.SyscallN(v.rawCmdPipelineBarrier, d.cb, pipeCompute, pipeCompute, 0, 1, uintptr(p(&scr.barrier)), 0, 0, 0, 0)
 	d.inBatch++
@@ -692,6 +697,12 @@ func (d *Driver) Flush() error {
 	}
 	d.cbIdx, d.inBatch = 0, 0
 	d.cb = d.cbs[0]
+	for _, cb := range d.copyCBs[:d.copyIdx] {
+		if rerr := vkErr("vkResetCommandBuffer", d.v.ResetCommandBuffer(cb, 0)); err == nil {
+			err = rerr
+		}
+	}
+	d.copyIdx = 0
 	for _, pool := range d.pools[:min(d.poolIdx+1, len(d.pools))] {
 		if rerr := vkErr("vkResetDescriptorPool", d.v.ResetDescriptorPool(d.dev, pool, 0)); err == nil {
 			err = rerr

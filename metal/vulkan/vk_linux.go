@@ -40,9 +40,10 @@ const (
 	stPhysProps2             = 1000059001
 	stSubgroupProps          = 1000094000
 
-	descUniformBuffer = 6
-	descStorageBuffer = 7
-	stageCompute      = 0x20
+	descUniformBuffer  = 6
+	descUniformDynamic = 8
+	descStorageBuffer  = 7
+	stageCompute       = 0x20
 
 	bufTransferSrc = 0x1
 	bufTransferDst = 0x2

@@ -1,0 +1,138 @@
+package gpu_test
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"mlxchat/kvcache"
+	"mlxchat/metal/gpu"
+	"mlxchat/metal/kernels"
+	"mlxchat/models"
+	"mlxchat/models/synth"
+)
+
+// countDriver is a gpu.Driver and gpu.Planner that runs nothing: buffers
+// are Go memory and plans are only counted. It measures what Backend hands
+// a driver per step (launches per kernel, plans recorded and run) and the
+// host time of recording, exactly, on any model size.
+type countDriver struct {
+	perPlan    [kernels.Count]int // launches per kernel of the last recorded plan
+	last       int                // launches of the last step
+	recs, runs int
+}
+
+func (d *countDriver) Name() string       { return "count" }
+func (d *countDriver) Limits() gpu.Limits { return gpu.Limits{OffsetAlign: 64, MaxRange: 1 << 32} }
+func (d *countDriver) NewBuffer(n int) (gpu.Buf, []byte, error) {
+	b := make([]byte, n)
+	return &b, b, nil
+}
+func (d *countDriver) NewWeights(data []byte) (gpu.Buf, error) { return &data, nil }
+func (d *countDriver) Release(gpu.Buf)                         {}
+func (d *countDriver) Dispatch(kernels.ID, []byte, *[8]gpu.Binding, [3]int) error {
+	return fmt.Errorf("count driver: Dispatch called on a Planner")
+}
+func (d *countDriver) Flush() error    { return nil }
+func (d *countDriver) Close() error    { return nil }
+func (d *countDriver) ParamAlign() int { return 64 }
+func (d *countDriver) NewPlan(l []gpu.Launch, n int) (gpu.Plan, []byte, error) {
+	d.perPlan = [kernels.Count]int{}
+	for _, x := range l {
+		d.perPlan[x.Kernel]++
+	}
+	d.recs++
+	p := &l
+	return p, make([]byte, n), nil
+}
+func (d *countDriver) RunPlan(p gpu.Plan) error {
+	d.runs++
+	d.last = len(*p.(*[]gpu.Launch))
+	return nil
+}
+func (d *countDriver) ReleasePlan(gpu.Plan) {}
+
+// decodeCounts loads the checkpoint in dir on a Backend over countDriver,
+// prefills 8 tokens, decodes warm steps and then timed steps, and returns
+// the launches of one decode step by kernel, the host time per step and
+// how many timed steps ran from a kept plan.
+func decodeCounts(t *testing.T, dir string, timed int) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
+	t.Helper()
+	d := &countDriver{}
+	b := gpu.New(d)
+	m, err := models.Load(dir, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Forward(c, []int32{1, 2, 3, 4, 5, 6, 7, 8}, true); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := m.Forward(c, []int32{3}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perKernel = d.perPlan
+	runs := d.runs
+	st0 := b.Stats()
+	t0 := time.Now()
+	for range timed {
+		if _, err := m.Forward(c, []int32{3}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host = time.Since(t0) / time.Duration(timed)
+	st := b.Stats()
+	return perKernel, int(st.Dispatches-st0.Dispatches) / timed, host, d.runs - runs - int(st.PlanRecords-st0.PlanRecords), len(m.Config().Layers)
+}
+
+func report(t *testing.T, name string, perKernel [kernels.Count]int, perStep int, host time.Duration, layers int) {
+	var parts []string
+	ids := make([]int, 0, kernels.Count)
+	for k := range perKernel {
+		if perKernel[k] > 0 {
+			ids = append(ids, k)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return perKernel[ids[i]] > perKernel[ids[j]] })
+	for _, k := range ids {
+		parts = append(parts, fmt.Sprintf("%s %d", kernels.ID(k), perKernel[k]))
+	}
+	t.Logf("%s: %d launches per decode token (%d layers, %.1f per layer), host time %v per step; %s",
+		name, perStep, layers, float64(perStep)/float64(layers), host, strings.Join(parts, ", "))
+}
+
+// TestDecodeSteps runs the tiny Gemma 3n's decode on the counting driver:
+// after the first decode step every step must run from the kept plan (the
+// same kernels, grids and bindings; only parameter blocks change).
+func TestDecodeSteps(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 16)
+	report(t, "tiny Gemma 3n", perKernel, perStep, host, layers)
+	if replayed < 14 {
+		t.Errorf("%d of 16 decode steps ran from a kept plan, want at least 14", replayed)
+	}
+}
+
+// TestE2BLaunches reports launches per decode token and host recording
+// time on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
+// ./models/cmd/mkmodel -kind e2b -towers=false -out DIR); no GPU needed.
+func TestE2BLaunches(t *testing.T) {
+	dir := os.Getenv("MLXCHAT_E2B_DIR")
+	if dir == "" {
+		t.Skip("MLXCHAT_E2B_DIR is not set")
+	}
+	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64)
+	report(t, "E2B", perKernel, perStep, host, layers)
+	t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
+}

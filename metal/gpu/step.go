@@ -1,0 +1,345 @@
+package gpu
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+
+	"mlxchat/metal/kernels"
+)
+
+// A step is everything recorded between two Syncs. Ops append launch
+// records (kernel, bindings, parameter words, the byte ranges each binding
+// reads or writes); Sync lowers them to the driver's launches, adds a
+// barrier only where a launch touches memory an earlier launch since the
+// last barrier wrote (or writes what one read), and runs them: on a
+// Planner from a plan kept for the step's shape (same kernels, grids,
+// bindings and barriers), after rewriting the parameter blocks only, else
+// one launch at a time through Dispatch.
+
+// access is a byte range [lo, hi) of buf that a launch reads or writes; st
+// is the activation allocation it lies in (nil for weights, staging and
+// scratch).
+type access struct {
+	buf    Buf
+	lo, hi int64
+	write  bool
+	st     *bufState
+}
+
+// launchRec is one recorded launch: its parameter words are
+// stepState.words[w0:w1] (header first), its accesses acc[a0:a1].
+type launchRec struct {
+	id     kernels.ID
+	binds  [8]Binding
+	groups [3]int
+	w0, w1 int32
+	a0, a1 int32
+}
+
+// sig is what must match for a kept plan to run a step: everything but the
+// parameter blocks.
+type sig struct {
+	id      kernels.ID
+	binds   [8]Binding
+	groups  [3]int
+	barrier bool
+	psize   int
+}
+
+// planEntry is a plan the driver recorded, with the step shape it runs.
+type planEntry struct {
+	plan    Plan
+	mem     []byte
+	sigs    []sig
+	hash    uint64
+	lastUse int64
+}
+
+// maxPlans bounds the plans kept (decode, a few prefill chunk shapes).
+const maxPlans = 8
+
+type stepState struct {
+	recs    []launchRec
+	words   []uint32
+	acc     []access
+	uploads []*bufState
+
+	plans []*planEntry
+	clock int64
+
+	// reused scratch of runStep
+	sigs     []sig
+	offs     []int
+	pbuf     []byte
+	launches []Launch
+	regions  []CopyRegion
+	epochR   []access
+	epochW   []access
+}
+
+// dropPlans releases every kept plan; called when a buffer they may bind
+// goes away (never while one runs: plans run only inside runStep, which
+// waits for them).
+func (b *Backend) dropPlans() {
+	for _, p := range b.step.plans {
+		if b.planner != nil {
+			b.planner.ReleasePlan(p.plan)
+		}
+	}
+	b.step.plans = nil
+}
+
+// runStep hands the recorded launches to the driver and waits for them.
+func (b *Backend) runStep() error {
+	st := &b.step
+	defer func() {
+		st.recs, st.words, st.acc, st.uploads = st.recs[:0], st.words[:0], st.acc[:0], st.uploads[:0]
+	}()
+	if len(st.recs) == 0 && len(st.uploads) == 0 {
+		return nil
+	}
+	b.stats.Flushes++
+	err := b.upload()
+	if err == nil {
+		err = b.run()
+	}
+	if err == nil {
+		err = b.readBack()
+	}
+	if ferr := b.drv.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return fmt.Errorf("%s backend: running %d recorded launches: %w", b.drv.Name(), len(st.recs), err)
+	}
+	return nil
+}
+
+// upload copies the host bytes of activations used for the first time to
+// their device twins, except where the step's first access to them writes
+// them whole (a freshly allocated output such as logits).
+func (b *Backend) upload() error {
+	st := &b.step
+	if len(st.uploads) == 0 {
+		return nil
+	}
+	regions := st.regions[:0]
+	for _, u := range st.uploads {
+		if b.overwrittenFirst(u) {
+			continue
+		}
+		regions = append(regions, CopyRegion{Src: u.ch.buf, Dst: u.ch.dev, SrcOff: u.off, DstOff: u.off, Size: int64(u.n)})
+		b.stats.TwinUploads += int64(u.n)
+	}
+	st.regions = regions[:0]
+	if len(regions) == 0 {
+		return nil
+	}
+	return b.remote.Copy(regions)
+}
+
+// overwrittenFirst reports whether the first launch touching u writes all
+// of its requested bytes without reading them.
+func (b *Backend) overwrittenFirst(u *bufState) bool {
+	st := &b.step
+	lo, hi := u.off, u.off+int64(u.n)
+	for _, r := range st.recs {
+		touched, whole := false, false
+		for _, a := range st.acc[r.a0:r.a1] {
+			if a.st != u {
+				continue
+			}
+			touched = true
+			if !a.write {
+				return false
+			}
+			if a.lo <= lo && a.hi >= hi {
+				whole = true
+			}
+		}
+		if touched {
+			return whole
+		}
+	}
+	return false
+}
+
+// readBack copies every activation range the step wrote from the device
+// twins to the host mappings (remote drivers).
+func (b *Backend) readBack() error {
+	if b.remote == nil {
+		return nil
+	}
+	st := &b.step
+	regions := st.regions[:0]
+	for _, a := range st.acc {
+		if a.write && a.st != nil {
+			ch := a.st.ch
+			regions = append(regions, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
+		}
+	}
+	if len(regions) == 0 {
+		return nil
+	}
+	sort.Slice(regions, func(i, j int) bool {
+		ri, rj := &regions[i], &regions[j]
+		if ri.Dst != rj.Dst {
+			return bufOrder(ri.Dst) < bufOrder(rj.Dst)
+		}
+		return ri.SrcOff < rj.SrcOff
+	})
+	merged := regions[:1]
+	for _, r := range regions[1:] {
+		last := &merged[len(merged)-1]
+		if r.Dst == last.Dst && r.SrcOff <= last.SrcOff+last.Size {
+			last.Size = max(last.Size, r.SrcOff+r.Size-last.SrcOff)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	for _, r := range merged {
+		b.stats.TwinReadback += r.Size
+	}
+	st.regions = merged[:0]
+	return b.remote.Copy(merged)
+}
+
+// bufOrder orders buffers for merging copy regions (any fixed order will
+// do: the dynamic values are pointers).
+func bufOrder(x Buf) uintptr {
+	type iface struct{ typ, ptr unsafe.Pointer }
+	return uintptr((*iface)(unsafe.Pointer(&x)).ptr)
+}
+
+// run lowers the launches, places barriers, and runs them.
+func (b *Backend) run() error {
+	st := &b.step
+	if len(st.recs) == 0 {
+		return nil
+	}
+	align := 16
+	if b.planner != nil {
+		align = max(align, b.planner.ParamAlign())
+	}
+	st.sigs, st.offs, st.pbuf = st.sigs[:0], st.offs[:0], st.pbuf[:0]
+	st.epochR, st.epochW = st.epochR[:0], st.epochW[:0]
+	h := uint64(14695981039346656037)
+	for _, r := range st.recs {
+		acc := st.acc[r.a0:r.a1]
+		barrier := b.hazard(acc)
+		words := st.words[r.w0:r.w1]
+		off := (len(st.pbuf) + align - 1) &^ (align - 1)
+		for len(st.pbuf) < off {
+			st.pbuf = append(st.pbuf, 0)
+		}
+		st.pbuf = append(st.pbuf, unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4*len(words))...)
+		st.offs = append(st.offs, off)
+		s := sig{id: r.id, binds: r.binds, groups: r.groups, barrier: barrier, psize: 4 * len(words)}
+		st.sigs = append(st.sigs, s)
+		for _, v := range [...]uint64{uint64(s.id), uint64(s.groups[0]), uint64(s.groups[1]), uint64(s.groups[2]), uint64(s.psize)} {
+			h = (h ^ v) * 1099511628211
+		}
+		if barrier {
+			h = (h ^ 1) * 1099511628211
+		}
+	}
+	b.stats.Dispatches += int64(len(st.recs))
+	if b.planner == nil {
+		for i, s := range st.sigs {
+			binds := s.binds
+			if err := b.drv.Dispatch(s.id, st.pbuf[st.offs[i]:st.offs[i]+s.psize], &binds, s.groups); err != nil {
+				return fmt.Errorf("recording %s: %w", s.id, err)
+			}
+		}
+		return nil
+	}
+	st.clock++
+	var pe *planEntry
+	for _, p := range st.plans {
+		if p.hash == h && len(p.sigs) == len(st.sigs) && sameSigs(p.sigs, st.sigs) {
+			pe = p
+			break
+		}
+	}
+	if pe == nil {
+		launches := st.launches[:0]
+		for i, s := range st.sigs {
+			launches = append(launches, Launch{Kernel: s.id, Binds: s.binds, Groups: s.groups, Params: st.offs[i], ParamSize: s.psize, Barrier: s.barrier})
+		}
+		st.launches = launches[:0]
+		plan, mem, err := b.planner.NewPlan(launches, len(st.pbuf))
+		if err != nil {
+			return err
+		}
+		if len(st.plans) >= maxPlans {
+			oldest := 0
+			for i, p := range st.plans {
+				if p.lastUse < st.plans[oldest].lastUse {
+					oldest = i
+				}
+			}
+			b.planner.ReleasePlan(st.plans[oldest].plan)
+			st.plans = append(st.plans[:oldest], st.plans[oldest+1:]...)
+		}
+		pe = &planEntry{plan: plan, mem: mem, sigs: append([]sig(nil), st.sigs...), hash: h}
+		st.plans = append(st.plans, pe)
+		b.stats.PlanRecords++
+	} else {
+		b.stats.PlanRuns++
+	}
+	pe.lastUse = st.clock
+	copy(pe.mem, st.pbuf)
+	return b.planner.RunPlan(pe.plan)
+}
+
+func sameSigs(a, b []sig) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxEpoch bounds the accesses tracked since the last barrier (a barrier
+// is forced beyond it, keeping the hazard check cheap).
+const maxEpoch = 96
+
+// hazard reports whether a launch with these accesses must wait for the
+// launches since the last barrier, and adds them to the current epoch
+// (starting a new one when it must).
+func (b *Backend) hazard(acc []access) bool {
+	st := &b.step
+	barrier := len(st.epochR)+len(st.epochW)+len(acc) > maxEpoch
+	for _, a := range acc {
+		if barrier {
+			break
+		}
+		for _, w := range st.epochW {
+			if w.buf == a.buf && a.lo < w.hi && w.lo < a.hi {
+				barrier = true
+				break
+			}
+		}
+		if a.write && !barrier {
+			for _, r := range st.epochR {
+				if r.buf == a.buf && a.lo < r.hi && r.lo < a.hi {
+					barrier = true
+					break
+				}
+			}
+		}
+	}
+	if barrier {
+		st.epochR, st.epochW = st.epochR[:0], st.epochW[:0]
+	}
+	for _, a := range acc {
+		if a.write {
+			st.epochW = append(st.epochW, a)
+		} else {
+			st.epochR = append(st.epochR, a)
+		}
+	}
+	return barrier
+}
