@@ -405,6 +405,9 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, want a 2-D matrix", file, wname, w.Shape)
 	}
 	if !quantized {
+		if w.DType == tensor.U32 && c.Quant != nil && !hasScales {
+			return nil, fmt.Errorf("%s: %s: tensor %q holds packed codes but %s.scales is missing", file, prefix, wname, prefix)
+		}
 		if hasScales {
 			return nil, fmt.Errorf("%s: %s: module has .scales but %s marks it not quantized", file, prefix, c.Config.Path)
 		}

@@ -4,7 +4,8 @@
 // decode, the trimmed max-kv scenario, RoPE tables and layer types).
 //
 // It is imported by tests only. It may import tensor, kvcache,
-// models/checkpoint and models/blocks; never a family package or models.
+// models/checkpoint, models/blocks and models/synth; never a family
+// package or models.
 package familytest
 
 import (
