@@ -37,7 +37,7 @@ type config struct {
 	temp, topP, minP, repPenalty                                    float64
 	seed                                                            uint64
 	system, backend, theme, configPath, promptFile, prompt          string
-	keepSystem, noLoop, help, quiet                                 bool
+	keepSystem, noLoop, help, quiet, version                        bool
 	promptLens                                                      []int
 	stops                                                           []string
 	stopsFromFlags                                                  bool
@@ -89,6 +89,7 @@ func (c *config) flags() *flagSet {
 	f.Int(&c.bandwidthMB, "bandwidth-mb", 1, "a positive number of MiB", "bench: buffer size of the memory-bandwidth probe (default 256)")
 	f.Int(&c.decode, "decode", 1, "a positive number of tokens", "bench: tokens to decode per prompt length")
 	f.Bool(&c.help, "help", "show this help")
+	f.Bool(&c.version, "version", "print the version")
 	f.specs["h"] = f.specs["help"]
 	return f
 }
@@ -157,14 +158,40 @@ func Main(ctx context.Context, args []string, io IO) int {
 		fmt.Fprint(io.Stdout, usage(fs))
 		return 0
 	}
+	if c.version {
+		fmt.Fprintln(io.Stdout, versionString())
+		return 0
+	}
 	if len(pos) == 0 {
 		fmt.Fprint(io.Stderr, usage(fs))
 		return 2
 	}
 	cmd := "chat"
 	switch pos[0] {
-	case "version", "run", "bench", "chat":
+	case "version", "run", "bench", "chat", "list", "rm":
 		cmd, pos = pos[0], pos[1:]
+	}
+	switch cmd {
+	case "list":
+		if len(pos) > 0 {
+			fmt.Fprintf(io.Stderr, "mlxchat list: takes no arguments, got %s\n", strings.Join(pos, " "))
+			return 2
+		}
+		if err := listCmd(io.Stdout); err != nil {
+			fmt.Fprintf(io.Stderr, "mlxchat list: %v\n", err)
+			return 1
+		}
+		return 0
+	case "rm":
+		if len(pos) != 1 {
+			fmt.Fprintf(io.Stderr, "mlxchat rm: want one MODEL (a name like gemma3n-e2b-4bit, a repo id or a folder of the model caches), got %d arguments\n", len(pos))
+			return 2
+		}
+		if err := rmCmd(ctx, pos[0], io.Stdout); err != nil {
+			fmt.Fprintf(io.Stderr, "mlxchat rm: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	if cmd != "version" {
 		file, err := c.configFile()
@@ -286,7 +313,9 @@ Usage:
   mlxchat [flags] MODEL                 open the chat (downloads MODEL if missing)
   mlxchat run MODEL [flags]             print the answer to a prompt (--prompt, --prompt-file or stdin), stats on stderr
   mlxchat bench MODEL [flags]           measure prefill and decode speed
-  mlxchat version                       print the version
+  mlxchat list                          list the models in the Hugging Face cache and the data dir
+  mlxchat rm MODEL                      remove a model from those caches (every copy; says what it removed)
+  mlxchat version, mlxchat --version    print the version
   mlxchat help                          show this help
 
 MODEL is a name (gemma3n-e2b-4bit), a Hugging Face repo (mlx-community/gemma-3n-E2B-it-4bit)

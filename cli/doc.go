@@ -1,6 +1,7 @@
 // Package cli is mlxchat's command line: flag parsing with one-line errors,
-// the chat (TUI), run, bench, version and help subcommands, model
-// resolution with a download progress bar, and backend selection.
+// the chat (TUI), run, bench, list, rm, version (also --version) and help
+// subcommands, model resolution with a download progress bar, and backend
+// selection.
 //
 // It may import engine, ui, models (and their sub-packages), tensor and the
 // backends; main.go only calls Main.

@@ -311,3 +311,32 @@ func TestLockWaitCancel(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A repository that another download holds the lock of is not removed.
+func TestRemoveRefusesDuringDownload(t *testing.T) {
+	_, opt, cache, res := downloaded(t)
+	unlock, err := lockFile(context.Background(), filepath.Join(cache, ".locks", testRepoDir, "mlxchat-download.lock"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Remove(context.Background(), testRepo, opt); err == nil || !strings.Contains(err.Error(), "is being downloaded") {
+		t.Fatalf("Remove during a download: %v", err)
+	}
+	if _, err := os.Stat(res.Dir); err != nil {
+		t.Fatalf("removed anyway: %v", err)
+	}
+	unlock()
+	removed, err := Remove(context.Background(), "gemma3n-e2b-4bit", opt)
+	if err != nil || len(removed) != 1 || removed[0].Root != filepath.Join(cache, testRepoDir) || removed[0].Bytes < 3<<20 {
+		t.Fatalf("Remove: %+v %v", removed, err)
+	}
+	for _, p := range []string{filepath.Join(cache, testRepoDir), filepath.Join(cache, ".locks", testRepoDir)} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s left behind: %v", p, err)
+		}
+	}
+	list, err := List(opt)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("List after Remove: %+v %v", list, err)
+	}
+}

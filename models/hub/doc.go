@@ -22,5 +22,8 @@
 // against the hub's listing when the hub is reachable. Missing files are
 // fetched again.
 //
+// List and Remove show and delete the models of both caches (for mlxchat
+// list and rm); Remove deletes only model folders of those caches.
+//
 // It may import the standard library and github.com/adrg/xdg.
 package hub
