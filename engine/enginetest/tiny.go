@@ -34,6 +34,17 @@ const ChatTemplate = "{{ bos_token }}{% for message in messages %}" +
 // Weights are random (seed), 4-bit quantized when bits is 4 or 8, dense
 // when 0.
 func WriteTinyModel(dir string, bits int, seed uint64) error {
+	return writeWithTokenizer(dir, bits, func(opt synth.Options) error {
+		opt.Seed = seed
+		_, err := synth.WriteTiny(dir, opt)
+		return err
+	})
+}
+
+// writeWithTokenizer writes the tiny tokenizer's files next to dir, calls
+// write with synth options that copy them in (and the quantization bits
+// asked for), and removes them again.
+func writeWithTokenizer(dir string, bits int, write func(synth.Options) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
@@ -61,11 +72,11 @@ func WriteTinyModel(dir string, bits int, seed uint64) error {
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", cfgPath, err)
 	}
-	opt := synth.Options{Bits: bits, Seed: seed, TokenizerJSON: tokPath, TokenizerConfig: cfgPath}
+	opt := synth.Options{Bits: bits, TokenizerJSON: tokPath, TokenizerConfig: cfgPath}
 	if bits != 0 {
 		opt.GroupSize = 64
 	}
-	if _, err := synth.WriteTiny(dir, opt); err != nil {
+	if err := write(opt); err != nil {
 		return fmt.Errorf("writing tiny model: %w", err)
 	}
 	for _, p := range []string{tokPath, cfgPath} {
