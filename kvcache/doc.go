@@ -58,6 +58,26 @@
 // recent tokens; once a trim has happened the sink can shrink (its newest
 // tokens become ordinary, oldest-first trimmable keys) but never grow back.
 //
+// # Pins
+//
+// SetPins marks absolute position runs (a pinned message) that trimming
+// never drops either: a global layer then holds sink ∪ pinned ∪ recent,
+// and a trim drops the d oldest keys outside the sink and the pins. The
+// pins are positions, so they may be set before their tokens are appended
+// (a prompt about to be prefilled); a position trimmed before it was
+// pinned stays trimmed. The sink and the pins together may use at most
+// half of MaxKV: SetPins, and a SetMaxKV or SetSink that would break that,
+// fail with an error naming the numbers. MaxChunk() = MaxKV - Sink() -
+// Pinned(), so a chunk always fits. Unpinned keys become ordinary keys, the
+// oldest, trimmed first. Rewind drops the pins at positions it drops (their
+// tokens are gone), and it may go back into a pinned run that the newest
+// keys continue without a gap. Stats.Pinned counts live pinned keys and
+// Stats.Spans lists the live positions (sink, pinned runs, recent window),
+// for a UI that shows which messages are still attended. Storage: a global
+// layer keeps its sink and the pinned keys a trim has passed in a kept
+// region in front of its ring; crossing a pin (or releasing one) rebuilds
+// the layer's rows once, every other trim just advances the ring.
+//
 // # Sliding layers
 //
 // A sliding layer (Window w > 0) has the effective window
@@ -97,6 +117,15 @@
 // heads of 256), allocated at the layer's first dropped key, freed by
 // Reset, counted in Stats.Bytes and LayerStats.Slack. Saving costs a copy
 // of each key as it leaves the window (one row per layer per decode step).
+//
+// Anchor marks the current Offset A so that Rewind can go back to it from
+// any distance (CanRewind(Offset()-A), AnchorRewind), beyond MaxRewind,
+// while the global layers still hold every position from A on: each
+// owning sliding layer copies the window-1 keys before A aside (counted in
+// Stats.Bytes). A document summarized in pieces anchors after the shared
+// prompt prefix and rewinds there for every piece, so the prefix is
+// prefilled once. One anchor at a time; a rewind to before it, ClearAnchor
+// and Reset drop it.
 //
 // What is exact: Rewind never undoes a trim. If no global trim happened
 // since the chunk holding position T began, i.e. n <= ExactRewind()
@@ -138,12 +167,20 @@
 // recorded op.
 //
 // With Options.Quantized8 rows are stored as int8 with one float32 absmax
-// scale per token and head; Append dequantizes the whole view into a
-// per-layer F32 scratch, so the API and the aliasing rules are unchanged.
+// scale per token and head (2 x KVHeads x (HeadDim+4) bytes per token
+// instead of 2 x KVHeads x HeadDim x 4); Append dequantizes the whole view
+// into an F32 scratch. The layers no other layer reads share one scratch
+// (a layer attends its view before the next layer appends); a layer that
+// others share from has its own. Stats.ScratchBytes counts them.
+// TokenBytes, GlobalTokenBytes and Footprint give the bytes per token and
+// the memory of a cache full at a given cap, from the layer specs, so a UI
+// can say what a larger --max-kv-size would cost.
 //
 // # Validity of views
 //
 // View tensors alias cache storage or scratch. They stay valid until the
 // next Begin, Commit, Abort, Rewind, SetMaxKV, SetSink or Reset, or the
-// next Append to the same layer. A Cache is not safe for concurrent use.
+// next Append to the same layer; with Quantized8, the view of a layer no
+// other layer shares from only until the next Append to any layer (the
+// shared scratch). A Cache is not safe for concurrent use.
 package kvcache

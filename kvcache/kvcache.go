@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"mlxchat/tensor"
@@ -108,7 +109,10 @@ func DefaultOptions() Options {
 //
 // K and V may alias the cache's storage: they are valid until the next
 // Begin, Commit, Abort, Rewind, SetMaxKV, SetSink or Reset, or the next
-// Append to the same layer. Callers must not write to them.
+// Append to the same layer; with Quantized8, for a layer that no other
+// layer shares from, until the next Append to any layer (its rows are
+// dequantized into a scratch those layers share). Callers must not write
+// to them.
 type View struct {
 	K, V *tensor.Tensor
 	Mask tensor.Mask
@@ -128,7 +132,7 @@ type LayerStats struct {
 	Kind       string // "global", "sliding" or "shared"
 	Live       int    // keys currently held (a shared layer reports its source's)
 	Capacity   int    // rows allocated (0 for shared layers)
-	Bytes      int64  // bytes allocated for K, V, scratch and rewind slack (0 for shared layers)
+	Bytes      int64  // bytes allocated for K, V, rewind slack and anchor copies (0 for shared layers)
 	Slack      int    // keys kept out of view for Rewind (sliding layers; 0 otherwise)
 	Window     int    // effective sliding window, 0 for global layers
 	SharedFrom int    // source layer, -1 when the layer owns its cache
@@ -142,8 +146,20 @@ type Stats struct {
 	Sink    int   // effective sink size
 	Trimmed int   // positions dropped from the global layers since New/Reset
 	Window  int   // smallest effective sliding window (0 = no sliding layer)
-	Bytes   int64 // total bytes allocated
-	Layers  []LayerStats
+	Bytes   int64 // total bytes allocated (layers and ScratchBytes)
+	// ScratchBytes is the float32 scratch Quantized8 views are
+	// dequantized into (counted in Bytes, not in the layers').
+	ScratchBytes int64
+	// Pinned is how many live keys of the global layers are pinned
+	// positions outside the sink (they count in Live).
+	Pinned int
+	// Spans are the live positions of the global layers (of the first
+	// owning layer if none is global), ascending and merged: the sink,
+	// pinned runs, the recent window.
+	Spans []tensor.Span
+	// Anchor is the anchored Offset (see Anchor), -1 when none.
+	Anchor int
+	Layers []LayerStats
 }
 
 type layer struct {
@@ -174,6 +190,16 @@ type Cache struct {
 	trimEnd int
 	// copyRows is set when Append records row copies through Options.Copy.
 	copyRows bool
+	// pins are the pinned positions (sorted, merged runs): never trimmed.
+	pins []tensor.Span
+	// anchor is the Offset that Rewind can always return to while the
+	// global layers still hold it (-1: none); see Anchor.
+	anchor int
+	// With Quantized8: shared is the dequantization scratch of the
+	// layers no other layer reads; scratches lists it and the scratch of
+	// each layer others share from.
+	shared    *scratch
+	scratches []*scratch
 }
 
 // New validates the layer specs and options and returns an empty cache.
@@ -188,7 +214,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 	if opts.Step < 0 {
 		return nil, fmt.Errorf("kvcache: step %d: want 0 (default %d) or a positive number of tokens", opts.Step, DefaultStep)
 	}
-	c := &Cache{maxKV: opts.MaxKV, step: opts.Step, layers: make([]layer, len(specs))}
+	c := &Cache{maxKV: opts.MaxKV, step: opts.Step, layers: make([]layer, len(specs)), anchor: -1}
 	c.copyRows = c.appendCopy(opts) != nil
 	slackRows := opts.RewindSlack
 	switch {
@@ -206,6 +232,20 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 	case opts.Sink > 0:
 		c.sink = opts.Sink
 	}
+	sources := map[int]bool{} // layers others share from
+	for _, sp := range specs {
+		if sp.SharedFrom >= 0 {
+			sources[sp.SharedFrom] = true
+		}
+	}
+	if opts.Quantized8 {
+		widest := 0
+		for _, sp := range specs {
+			widest = max(widest, sp.KVHeads*sp.HeadDim*4)
+		}
+		c.shared = &scratch{step: max(1, c.step*widest)}
+		c.scratches = []*scratch{c.shared}
+	}
 	for i, sp := range specs {
 		if sp.KVHeads <= 0 || sp.HeadDim <= 0 || sp.Window < 0 {
 			return nil, fmt.Errorf("kvcache: layer %d: bad spec %+v: want KVHeads > 0, HeadDim > 0, Window >= 0", i, sp)
@@ -217,7 +257,12 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			if sp.Window > 0 {
 				sl = slackRows
 			}
-			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, opts.Alloc, c.appendCopy(opts))
+			scr := c.shared
+			if opts.Quantized8 && sources[i] {
+				scr = &scratch{step: max(1, c.step*sp.KVHeads*sp.HeadDim*4)}
+				c.scratches = append(c.scratches, scr)
+			}
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -274,10 +319,13 @@ func (c *Cache) MaxKV() int { return c.maxKV }
 // Sink is the effective attention sink: the requested sink, at most
 // MaxKV/2, and never more than what the last trim kept (tokens once trimmed
 // cannot come back).
-func (c *Cache) Sink() int {
-	s := c.sink
-	if c.maxKV > 0 && s > c.maxKV/2 {
-		s = c.maxKV / 2
+func (c *Cache) Sink() int { return c.sinkFor(c.maxKV, c.sink) }
+
+// sinkFor is the effective sink under cap maxKV for a requested sink.
+func (c *Cache) sinkFor(maxKV, sink int) int {
+	s := sink
+	if maxKV > 0 && s > maxKV/2 {
+		s = maxKV / 2
 	}
 	if c.didTrim && s > c.sinkKept {
 		s = c.sinkKept
@@ -285,14 +333,102 @@ func (c *Cache) Sink() int {
 	return s
 }
 
-// MaxChunk is the longest chunk Begin accepts: MaxKV - Sink(), or
-// math.MaxInt when MaxKV is 0 or the model has no global layer. The engine
-// clamps its prefill chunk to it.
+// MaxChunk is the longest chunk Begin accepts: MaxKV - Sink() - Pinned(),
+// or math.MaxInt when MaxKV is 0 or the model has no global layer. The
+// engine clamps its prefill chunk to it.
 func (c *Cache) MaxChunk() int {
 	if c.maxKV == 0 || !c.hasGlobal {
 		return math.MaxInt
 	}
-	return c.maxKV - c.Sink()
+	return c.maxKV - c.Sink() - c.Pinned()
+}
+
+// Pinned is the number of pinned positions outside the sink (see
+// SetPins), whether or not they have been appended yet: the keys the pins
+// may keep beside the sink.
+func (c *Cache) Pinned() int { return pinnedOutside(c.pins, c.Sink()) }
+
+// pinnedOutside counts the positions of pins at or after sink.
+func pinnedOutside(pins []tensor.Span, sink int) int {
+	n := 0
+	for _, r := range pins {
+		n += max(0, r.Start+r.Len-max(r.Start, sink))
+	}
+	return n
+}
+
+// Pins returns the pinned positions as sorted, merged runs.
+func (c *Cache) Pins() []tensor.Span { return append([]tensor.Span(nil), c.pins...) }
+
+// SetPins replaces the pinned positions: absolute positions (runs, in any
+// order, possibly overlapping, possibly not yet appended) that trimming
+// never drops, beside the sink (a pinned message, with the system prompt
+// and the sink in the never-trimmed prefix). It applies from the next
+// trim; a position trimmed before it was pinned stays trimmed. The sink
+// and the pins together may use at most half of MaxKV, so that at least
+// half the cap is left for recent tokens: SetPins fails, changing nothing,
+// when Sink()+pinned > MaxKV/2, naming both numbers. nil unpins all;
+// unpinned keys become ordinary keys, the oldest ones, trimmed first.
+func (c *Cache) SetPins(spans []tensor.Span) error {
+	if c.open {
+		return fmt.Errorf("kvcache: SetPins while a chunk is open; call it between chunks")
+	}
+	pins, err := normalizeSpans(spans)
+	if err != nil {
+		return err
+	}
+	if err := c.checkFixed(c.maxKV, c.sinkFor(c.maxKV, c.sink), pins); err != nil {
+		return err
+	}
+	c.pins = pins
+	return nil
+}
+
+// checkFixed reports an error when sink plus pins exceed half of maxKV.
+func (c *Cache) checkFixed(maxKV, sink int, pins []tensor.Span) error {
+	if maxKV == 0 || len(pins) == 0 {
+		return nil
+	}
+	if p := pinnedOutside(pins, sink); sink+p > maxKV/2 {
+		return fmt.Errorf("kvcache: %d pinned tokens and the %d-token sink need %d, more than half of max-kv-size %d (%d); unpin some or raise max-kv-size",
+			p, sink, sink+p, maxKV, maxKV/2)
+	}
+	return nil
+}
+
+// normalizeSpans validates runs of positions and returns them sorted and
+// merged (nil for none).
+func normalizeSpans(spans []tensor.Span) ([]tensor.Span, error) {
+	var out []tensor.Span
+	for _, r := range spans {
+		if r.Start < 0 || r.Len <= 0 {
+			return nil, fmt.Errorf("kvcache: pinned span %+v: want Start >= 0 and Len > 0", r)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b tensor.Span) int { return a.Start - b.Start })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 && r.Start <= merged[n-1].Start+merged[n-1].Len {
+			merged[n-1].Len = max(merged[n-1].Len, r.Start+r.Len-merged[n-1].Start)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	if len(merged) == 0 {
+		return nil, nil
+	}
+	return merged, nil
+}
+
+// fixed is the never-trimmed positions: the sink and the pins, merged.
+func (c *Cache) fixed() []tensor.Span {
+	spans := c.pins
+	if s := c.Sink(); s > 0 {
+		spans = append([]tensor.Span{{Start: 0, Len: s}}, spans...)
+	}
+	out, _ := normalizeSpans(spans)
+	return out
 }
 
 // window is the effective window of a sliding layer: min(Window, MaxKV).
@@ -317,7 +453,8 @@ func (c *Cache) globalLive() int {
 // It first trims every layer in lockstep: global layers drop their oldest
 // keys after the sink until live+n <= MaxKV (reported in the TrimEvent), and
 // sliding layers keep only the window-1 keys the chunk's first row needs.
-// It fails, changing nothing, if a chunk is already open or n > MaxChunk().
+// Pinned positions (SetPins) are kept like the sink. It fails, changing
+// nothing, if a chunk is already open or n > MaxChunk().
 func (c *Cache) Begin(n int) (TrimEvent, error) {
 	if c.open {
 		return TrimEvent{}, fmt.Errorf("kvcache: Begin(%d) while a chunk of %d tokens is open; call Commit or Abort first", n, c.n)
@@ -334,11 +471,11 @@ func (c *Cache) Begin(n int) (TrimEvent, error) {
 		live := c.globalLive()
 		if live+n > c.maxKV {
 			sink := c.Sink()
+			fixed := c.fixed()
 			d := live + n - c.maxKV
 			for i := range c.layers {
 				if l := &c.layers[i]; l.st != nil && l.spec.Window == 0 {
-					l.st.setSink(sink)
-					l.st.dropOldest(d)
+					l.st.trimFixed(d, fixed)
 				}
 			}
 			c.trimmed += d
@@ -349,10 +486,8 @@ func (c *Cache) Begin(n int) (TrimEvent, error) {
 		}
 	}
 	c.trimSliding()
-	for i := range c.layers {
-		if st := c.layers[i].st; st != nil {
-			st.releaseScratch()
-		}
+	for _, sc := range c.scratches {
+		sc.release()
 	}
 	c.open, c.n = true, n
 	for i := range c.layers {
@@ -540,7 +675,9 @@ func (c *Cache) closeChunk() {
 
 // SetMaxKV changes the cap (0 = unlimited). Nothing is dropped now: the
 // next Begin trims to the new cap and reports it. Sliding windows follow
-// (min(Window, MaxKV)) from the next Begin too.
+// (min(Window, MaxKV)) from the next Begin too. It fails, changing
+// nothing, when the pins and the sink would use more than half the new
+// cap (see SetPins).
 func (c *Cache) SetMaxKV(n int) error {
 	if n < 0 {
 		return fmt.Errorf("kvcache: max-kv-size %d: want 0 (unlimited) or a positive number of tokens", n)
@@ -548,13 +685,17 @@ func (c *Cache) SetMaxKV(n int) error {
 	if c.open {
 		return fmt.Errorf("kvcache: SetMaxKV(%d) while a chunk is open; call it between chunks", n)
 	}
+	if err := c.checkFixed(n, c.sinkFor(n, c.sink), c.pins); err != nil {
+		return err
+	}
 	c.maxKV = n
 	return nil
 }
 
 // SetSink changes the requested sink to n tokens (0 = none), e.g. to the
 // system prompt's length. It applies from the next trim; after a trim the
-// sink can shrink but not grow back (see Sink).
+// sink can shrink but not grow back (see Sink). With pins it fails,
+// changing nothing, when sink and pins would use more than half of MaxKV.
 func (c *Cache) SetSink(n int) error {
 	if n < 0 {
 		return fmt.Errorf("kvcache: sink %d: want 0 (none) or a positive number of tokens", n)
@@ -562,25 +703,33 @@ func (c *Cache) SetSink(n int) error {
 	if c.open {
 		return fmt.Errorf("kvcache: SetSink(%d) while a chunk is open; call it between chunks", n)
 	}
+	if err := c.checkFixed(c.maxKV, c.sinkFor(c.maxKV, n), c.pins); err != nil {
+		return err
+	}
 	c.sink = n
 	return nil
 }
 
 // Reset empties the cache (Offset 0) and frees its storage; MaxKV and the
-// sink setting stay. An open chunk is dropped.
+// sink setting stay, the pins and the anchor go (their tokens are gone).
+// An open chunk is dropped.
 func (c *Cache) Reset() {
 	c.closeChunk()
+	c.pins, c.anchor = nil, -1
 	for i := range c.layers {
 		if st := c.layers[i].st; st != nil {
 			st.reset()
 		}
+	}
+	for _, sc := range c.scratches {
+		sc.free()
 	}
 	c.offset, c.trimmed, c.didTrim, c.sinkKept, c.trimEnd = 0, 0, false, 0, 0
 }
 
 // Stats returns a snapshot of sizes and memory.
 func (c *Cache) Stats() Stats {
-	s := Stats{Offset: c.offset, MaxKV: c.maxKV, Sink: c.Sink(), Trimmed: c.trimmed, Layers: make([]LayerStats, len(c.layers))}
+	s := Stats{Offset: c.offset, MaxKV: c.maxKV, Sink: c.Sink(), Trimmed: c.trimmed, Anchor: c.anchor, Layers: make([]LayerStats, len(c.layers))}
 	liveSet := false
 	for i := range c.layers {
 		l := &c.layers[i]
@@ -600,6 +749,8 @@ func (c *Cache) Stats() Stats {
 			s.Bytes += ls.Bytes
 			if !liveSet && (l.spec.Window == 0 || !c.hasGlobal) {
 				s.Live = l.st.live()
+				s.Spans = l.st.positions()
+				s.Pinned = overlap(s.Spans, c.pins, c.Sink())
 				liveSet = true
 			}
 		}
@@ -609,5 +760,28 @@ func (c *Cache) Stats() Stats {
 		}
 		s.Layers[i] = ls
 	}
+	for _, sc := range c.scratches {
+		s.ScratchBytes += sc.bytes()
+	}
+	s.Bytes += s.ScratchBytes
 	return s
+}
+
+// overlap counts the positions at or after from that lie in both a and b
+// (sorted, merged runs).
+func overlap(a, b []tensor.Span, from int) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		lo := max(a[i].Start, b[j].Start, from)
+		ae, be := a[i].Start+a[i].Len, b[j].Start+b[j].Len
+		if hi := min(ae, be); hi > lo {
+			n += hi - lo
+		}
+		if ae <= be {
+			i++
+		} else {
+			j++
+		}
+	}
+	return n
 }

@@ -176,6 +176,33 @@ func TestRandomSchedulesQuantized8(t *testing.T) {
 	}
 }
 
+// TestRandomSchedulesPins plays random schedules with pinned spans (some
+// refused for not fitting beside the sink in half the cap, some released)
+// and anchors (rewinds back to them from beyond the rewind slack) among the
+// other operations, with F32 and 8-bit storage.
+func TestRandomSchedulesPins(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 60
+	}
+	for _, q8 := range []bool{false, true} {
+		pinSets, toAnchor, rewinds, saves := 0, 0, 0, 0
+		for seed := int64(1); seed <= int64(seeds); seed++ {
+			t.Run(fmt.Sprintf("q8=%v/%d", q8, seed), func(t *testing.T) {
+				h := runSchedulePins(t, rand.New(rand.NewSource(seed)), 60, q8, seed)
+				pinSets += h.pinSets
+				toAnchor += h.toAnchor
+				rewinds += h.rewinds
+				saves += h.ref.pinSaves
+			})
+		}
+		if pinSets < seeds || saves < seeds || toAnchor < seeds/20 || rewinds < seeds {
+			t.Fatalf("q8=%v: %d seeds set pins %d times (keeping %d keys a trim would have dropped), rewound %d times, %d of them to an anchor beyond the slack: schedules too weak",
+				q8, seeds, pinSets, saves, rewinds, toAnchor)
+		}
+	}
+}
+
 // FuzzSchedule lets the fuzzer pick the configuration and the schedule.
 func FuzzSchedule(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
@@ -185,7 +212,8 @@ func FuzzSchedule(f *testing.F) {
 		if len(b) > 300 {
 			b = b[:300] // bound the run time of one input
 		}
-		runSchedule(t, &byteChooser{b: b}, 60, len(b) > 0 && b[0]&0x80 != 0, 7)
+		q8, pins := len(b) > 0 && b[0]&0x80 != 0, len(b) > 0 && b[0]&0x40 != 0
+		runScheduleOps(t, &byteChooser{b: b}, 60, q8, 7, nil, nil, pins)
 	})
 }
 
@@ -543,6 +571,22 @@ func TestQuantized8Memory(t *testing.T) {
 	st8 := c8.layers[0].st
 	if int64(cap(st8.k)+cap(st8.v)) > b32/3 {
 		t.Fatalf("8-bit storage %d bytes, F32 %d: want about a quarter", cap(st8.k)+cap(st8.v), b32)
+	}
+	// Layers no other layer reads share one scratch: a model of 8 layers,
+	// two of them read by shared layers, has three scratches, not 8.
+	many := []LayerSpec{global(2, 64), sliding(2, 64, 64), global(2, 64), sliding(2, 64, 64), global(2, 64), global(2, 64), global(2, 64), global(2, 64)}
+	many = append(many, sharedOf(many[6], 6), sharedOf(many[3], 3))
+	m32, _ := New(many, Options{MaxKV: 512})
+	m8, _ := New(many, Options{MaxKV: 512, Quantized8: true})
+	feed(t, m32, many, 1000, 1)
+	feed(t, m8, many, 1000, 1)
+	s32, s8 := m32.Stats(), m8.Stats()
+	view := int64(2 * 512 * 2 * 64 * 4) // K and V of one global view as F32
+	if s8.ScratchBytes > 3*view || (s8.Bytes-s8.ScratchBytes)*3 > s32.Bytes {
+		t.Fatalf("8 layers: 8-bit cache %d bytes (scratch %d, want at most 3 views of %d), F32 %d", s8.Bytes, s8.ScratchBytes, view, s32.Bytes)
+	}
+	if want := Footprint(many, Options{MaxKV: 512, Quantized8: true}, 512); s8.Bytes != want {
+		t.Fatalf("8 layers: 8-bit cache %d bytes, Footprint %d", s8.Bytes, want)
 	}
 }
 
@@ -910,4 +954,42 @@ func TestCopyOption(t *testing.T) {
 			t.Fatalf("live %d after the failed append and Abort, want 0", c.Live())
 		}
 	})
+}
+
+// TestFootprint: the bytes a cache really holds once it decodes at the cap
+// match Footprint, for F32 and 8-bit storage, with and without sliding
+// layers, and one more token of cap costs GlobalTokenBytes.
+func TestFootprint(t *testing.T) {
+	specs := []LayerSpec{global(2, 8), sliding(2, 8, 16), global(1, 4), sharedOf(global(2, 8), 0), sliding(1, 8, 64)}
+	for _, q8 := range []bool{false, true} {
+		for _, maxKV := range []int{24, 40, 100} {
+			opts := Options{MaxKV: maxKV, Quantized8: q8, RewindSlack: 5, Step: 8}
+			c, err := New(specs, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunk := 7 // past the cap in 7-token chunks, then decode
+			if q8 {
+				// A prefill chunk may leave the dequantization
+				// scratch larger than decoding needs: decode only.
+				chunk = 1
+			}
+			feed(t, c, specs, maxKV+30, chunk)
+			feed(t, c, specs, 20, 1)
+			if got, want := c.Stats().Bytes, Footprint(specs, opts, maxKV); got != want {
+				t.Errorf("q8 %v max-kv %d: the cache holds %d bytes, Footprint says %d", q8, maxKV, got, want)
+			}
+		}
+		per := GlobalTokenBytes(specs, q8)
+		want := TokenBytes(global(2, 8), q8) + TokenBytes(global(1, 4), q8)
+		if per != want {
+			t.Errorf("q8 %v: GlobalTokenBytes %d, want %d", q8, per, want)
+		}
+	}
+	if got := TokenBytes(global(2, 8), false); got != 2*2*8*4 {
+		t.Errorf("F32 token bytes %d", got)
+	}
+	if got := TokenBytes(global(2, 8), true); got != 2*2*(8+4) {
+		t.Errorf("8-bit token bytes %d", got)
+	}
 }

@@ -41,6 +41,14 @@ type refCache struct {
 	// trimEnd is the offset at which the last trimming chunk ended
 	// (lowered by abort and rewind).
 	trimEnd int
+	// pinned holds the pinned positions (never trimmed).
+	pinned map[int]bool
+	// anchor is the anchored offset (-1: none); anchorLive the live
+	// positions each sliding layer had then (its newest window-1).
+	anchor     int
+	anchorLive [][]int
+	// pinSaves counts keys that trims kept only because they were pinned.
+	pinSaves int
 }
 
 func newRef(specs []LayerSpec, opts Options) *refCache {
@@ -67,6 +75,78 @@ func (r *refCache) reset() {
 	r.vals = make([][][]float32, len(r.specs))
 	r.side = make([][]int, len(r.specs))
 	r.offset, r.trimmed, r.didTrim, r.sinkKept, r.open, r.n, r.capAtBegin, r.trimEnd = 0, 0, false, 0, false, 0, 0, 0
+	r.pinned, r.anchor, r.anchorLive = map[int]bool{}, -1, nil
+}
+
+// sinkFor is the effective sink under cap maxKV for a requested sink.
+func (r *refCache) sinkFor(maxKV, sink int) int {
+	if maxKV > 0 {
+		sink = min(sink, maxKV/2)
+	}
+	if r.didTrim {
+		sink = min(sink, r.sinkKept)
+	}
+	return sink
+}
+
+// pinnedOutside counts pinned positions at or after sink.
+func (r *refCache) pinnedOutside(pins map[int]bool, sink int) int {
+	n := 0
+	for p := range pins {
+		if p >= sink {
+			n++
+		}
+	}
+	return n
+}
+
+// fits reports whether sink and pins use at most half of maxKV.
+func (r *refCache) fits(maxKV, sink int, pins map[int]bool) bool {
+	return maxKV == 0 || len(pins) == 0 || sink+r.pinnedOutside(pins, sink) <= maxKV/2
+}
+
+func (r *refCache) isFixed(p int) bool { return p < r.effSink() || r.pinned[p] }
+
+// anchorRewind is the rewind that returns to the anchor, or -1.
+func (r *refCache) anchorRewind() int {
+	if r.anchor < 0 || r.open {
+		return -1
+	}
+	n := r.offset - r.anchor
+	for l, s := range r.specs {
+		if s.SharedFrom >= 0 {
+			continue
+		}
+		live := r.live[l]
+		if s.Window == 0 {
+			run := 0
+			for run < len(live) && live[len(live)-1-run] == r.offset-1-run {
+				run++
+			}
+			if run < n {
+				return -1
+			}
+		} else if len(r.anchorLive[l]) < min(r.window(l)-1, r.anchor) {
+			return -1
+		}
+	}
+	return n
+}
+
+func (r *refCache) canRewind(n int) bool {
+	return n >= 0 && (n <= r.maxRewind() || n == r.anchorRewind())
+}
+
+func (r *refCache) setAnchor() {
+	r.anchor = r.offset
+	r.anchorLive = make([][]int, len(r.specs))
+	for l, s := range r.specs {
+		if s.SharedFrom >= 0 || s.Window == 0 {
+			continue
+		}
+		live := r.live[l]
+		r.anchorLive[l] = slices.Clone(live[max(0, len(live)-(r.window(l)-1)):])
+	}
 }
 
 func (r *refCache) owner(l int) int {
@@ -100,7 +180,7 @@ func (r *refCache) maxChunk() int {
 	if r.maxKV == 0 || !r.hasGlobal() {
 		return math.MaxInt
 	}
-	return r.maxKV - r.effSink()
+	return r.maxKV - r.effSink() - r.pinnedOutside(r.pinned, r.effSink())
 }
 
 // window is the effective window of layer l: min(Window, MaxKV).
@@ -185,6 +265,7 @@ func (r *refCache) rewind(n int) {
 	if n == 0 {
 		return
 	}
+	toAnchor := n > r.maxRewind() && n == r.anchorRewind()
 	to := r.offset - n
 	below := func(ps []int) []int {
 		var out []int
@@ -204,6 +285,19 @@ func (r *refCache) rewind(n int) {
 			continue
 		}
 		r.side[l] = below(r.side[l])
+		if toAnchor {
+			// The layer gets its anchor rows back; the slack keeps only
+			// positions that continue them.
+			a := r.anchorLive[l]
+			r.live[l] = slices.Clone(a)
+			side := r.side[l]
+			if len(a) == 0 || len(side) == 0 || side[len(side)-1]+1 < a[0] {
+				r.side[l] = nil
+			} else {
+				r.side[l] = below2(side, a[0])
+			}
+			continue
+		}
 		lo := max(0, to-(r.window(l)-1))
 		front := to
 		if len(r.live[l]) > 0 {
@@ -222,6 +316,25 @@ func (r *refCache) rewind(n int) {
 	}
 	r.offset = to
 	r.trimEnd = min(r.trimEnd, to)
+	for p := range r.pinned {
+		if p >= to {
+			delete(r.pinned, p)
+		}
+	}
+	if r.anchor > to {
+		r.anchor, r.anchorLive = -1, nil
+	}
+}
+
+// below2 returns the positions of ps below end.
+func below2(ps []int, end int) []int {
+	var out []int
+	for _, p := range ps {
+		if p < end {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // begin returns the expected trim (dropped, live before) and whether the
@@ -248,7 +361,21 @@ func (r *refCache) begin(n int) (TrimEvent, bool) {
 			}
 			d := len(live) + n - r.maxKV
 			ev = TrimEvent{Dropped: d, LiveBefore: len(live), LiveAfter: len(live) - d, Kind: TrimKindGlobal}
-			r.live[l] = append(live[:sink:sink], live[sink+d:]...)
+			var kept []int
+			for _, p := range live {
+				if d > 0 && !r.isFixed(p) {
+					d--
+					continue
+				}
+				if d > 0 && p >= sink {
+					r.pinSaves++ // a pin kept a key this trim would have dropped
+				}
+				kept = append(kept, p)
+			}
+			if d > 0 {
+				panic(fmt.Sprintf("reference: cannot drop %d more keys from %v", d, live))
+			}
+			r.live[l] = kept
 		}
 		if ev.Dropped > 0 {
 			r.trimmed += ev.Dropped
@@ -452,6 +579,8 @@ type harness struct {
 	committed []int
 	rewinds   int // successful rewinds with n > 0
 	restored  int // of those, rewinds that put slid-out keys back
+	pinSets   int // accepted SetPins calls
+	toAnchor  int // rewinds that went back to the anchor beyond MaxRewind
 }
 
 func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSeed int64) *harness {
@@ -603,9 +732,12 @@ func (h *harness) rewind(n int) bool {
 	if got, want := h.c.ExactRewind(), h.ref.exactRewind(); got != want {
 		t.Fatalf("ExactRewind() = %d at offset %d, reference %d", got, h.ref.offset, want)
 	}
-	ok := n >= 0 && n <= want
+	if got, want := h.c.AnchorRewind(), h.ref.anchorRewind(); got != want {
+		t.Fatalf("AnchorRewind() = %d at offset %d, reference %d (anchor %d)", got, h.ref.offset, want, h.ref.anchor)
+	}
+	ok := h.ref.canRewind(n)
 	if h.c.CanRewind(n) != ok {
-		t.Fatalf("CanRewind(%d) = %v with max rewind %d", n, !ok, want)
+		t.Fatalf("CanRewind(%d) = %v with max rewind %d, anchor rewind %d", n, !ok, want, h.ref.anchorRewind())
 	}
 	before := h.c.Stats()
 	err := h.c.Rewind(n)
@@ -625,6 +757,9 @@ func (h *harness) rewind(n int) bool {
 	sideBefore := 0
 	for _, side := range h.ref.side {
 		sideBefore += len(side)
+	}
+	if n > want {
+		h.toAnchor++
 	}
 	h.ref.rewind(n)
 	if n > 0 {
@@ -658,6 +793,10 @@ func (h *harness) rewind(n int) bool {
 // just beyond it or beyond the offset (refused).
 func (h *harness) randomRewind(ch chooser) {
 	m := h.c.MaxRewind()
+	if a := h.ref.anchorRewind(); a > 0 && ch.Intn(3) == 0 {
+		h.rewind(a)
+		return
+	}
 	switch k := ch.Intn(8); {
 	case k < 4 && m > 0:
 		h.rewind(1 + ch.Intn(min(m, 12)))
@@ -818,8 +957,33 @@ func (h *harness) checkStats() {
 			t.Fatalf("layer %d: slack holds %d bytes, want at most %d rows of K and V", l, cap(st.sl.k)+cap(st.sl.v), h.ref.slack)
 		}
 	}
-	if total != s.Bytes {
+	if total+s.ScratchBytes != s.Bytes {
 		t.Fatalf("stats bytes %d, sum of layers %d", s.Bytes, total)
+	}
+	// Live spans, pinned count and anchor.
+	ownerLayer := -1
+	for l, sp := range h.specs {
+		if sp.SharedFrom < 0 && (sp.Window == 0 || !h.ref.hasGlobal()) {
+			ownerLayer = l
+			break
+		}
+	}
+	var wantSpans []tensor.Span
+	wantPinned := 0
+	for _, p := range h.ref.live[ownerLayer] {
+		wantSpans = spansAppend(wantSpans, tensor.Span{Start: p, Len: 1})
+		if h.ref.pinned[p] && p >= h.ref.effSink() {
+			wantPinned++
+		}
+	}
+	if !slices.Equal(s.Spans, wantSpans) {
+		t.Fatalf("stats spans %v, reference live %v", s.Spans, h.ref.live[ownerLayer])
+	}
+	if s.Pinned != wantPinned || s.Anchor != h.ref.anchor {
+		t.Fatalf("stats pinned %d anchor %d, reference %d and %d", s.Pinned, s.Anchor, wantPinned, h.ref.anchor)
+	}
+	if got, want := h.c.Pinned(), h.ref.pinnedOutside(h.ref.pinned, h.ref.effSink()); got != want {
+		t.Fatalf("Pinned() = %d, reference %d", got, want)
 	}
 	if h.ref.offset != s.Offset {
 		t.Fatalf("offset %d, reference %d", s.Offset, h.ref.offset)
@@ -828,19 +992,71 @@ func (h *harness) checkStats() {
 
 func (h *harness) setMaxKV(n int) {
 	h.t.Helper()
-	if err := h.c.SetMaxKV(n); err != nil {
-		h.t.Fatalf("SetMaxKV(%d): %v", n, err)
+	ok := h.ref.fits(n, h.ref.sinkFor(n, h.ref.sink), h.ref.pinned)
+	if err := h.c.SetMaxKV(n); (err == nil) != ok {
+		h.t.Fatalf("SetMaxKV(%d) with %d pinned: error %v, want one: %v", n, len(h.ref.pinned), err, !ok)
+	} else if err != nil && !strings.Contains(err.Error(), "pinned") {
+		h.t.Fatalf("SetMaxKV(%d): error %q does not name the pins", n, err)
 	}
-	h.ref.maxKV = n
+	if ok {
+		h.ref.maxKV = n
+	}
 	h.checkStats()
 }
 
 func (h *harness) setSink(n int) {
 	h.t.Helper()
-	if err := h.c.SetSink(n); err != nil {
-		h.t.Fatalf("SetSink(%d): %v", n, err)
+	ok := h.ref.fits(h.ref.maxKV, h.ref.sinkFor(h.ref.maxKV, n), h.ref.pinned)
+	if err := h.c.SetSink(n); (err == nil) != ok {
+		h.t.Fatalf("SetSink(%d) with %d pinned: error %v, want one: %v", n, len(h.ref.pinned), err, !ok)
 	}
-	h.ref.sink = n
+	if ok {
+		h.ref.sink = n
+	}
+	h.checkStats()
+}
+
+// setPins pins the given runs (replacing earlier pins); a set that does not
+// fit beside the sink in half of MaxKV must be refused, changing nothing.
+func (h *harness) setPins(spans []tensor.Span) {
+	h.t.Helper()
+	pins := map[int]bool{}
+	for _, r := range spans {
+		for p := r.Start; p < r.Start+r.Len; p++ {
+			pins[p] = true
+		}
+	}
+	ok := h.ref.fits(h.ref.maxKV, h.ref.effSink(), pins)
+	err := h.c.SetPins(spans)
+	if (err == nil) != ok {
+		h.t.Fatalf("SetPins(%v) with sink %d, max-kv %d: error %v, want one: %v", spans, h.ref.effSink(), h.ref.maxKV, err, !ok)
+	}
+	if err != nil && !strings.Contains(err.Error(), "half of max-kv-size") {
+		h.t.Fatalf("SetPins(%v): error %q does not say what limits it", spans, err)
+	}
+	if ok {
+		h.ref.pinned = pins
+		h.pinSets++
+	}
+	h.checkStats()
+}
+
+// randomPins pins a few random runs around the positions seen so far
+// (sometimes none, sometimes too many to fit).
+func (h *harness) randomPins(ch chooser) {
+	var spans []tensor.Span
+	for i, k := 0, ch.Intn(4); i < k; i++ {
+		spans = append(spans, tensor.Span{Start: ch.Intn(h.ref.offset + 8), Len: 1 + ch.Intn(12)})
+	}
+	h.setPins(spans)
+}
+
+func (h *harness) anchor() {
+	h.t.Helper()
+	if err := h.c.Anchor(); err != nil {
+		h.t.Fatalf("Anchor at offset %d: %v", h.ref.offset, err)
+	}
+	h.ref.setAnchor()
 	h.checkStats()
 }
 
@@ -897,9 +1113,21 @@ func runSchedule(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *
 	return runScheduleWith(t, ch, steps, q8, dataSeed, nil, nil)
 }
 
+// runSchedulePins is runSchedule with pins and anchors among the
+// operations.
+func runSchedulePins(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64) *harness {
+	return runScheduleOps(t, ch, steps, q8, dataSeed, nil, nil, true)
+}
+
 // runScheduleWith is runSchedule with hooks to adjust the options and to
 // configure the harness.
 func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64, optsHook func(*Options), setup func(*harness)) *harness {
+	return runScheduleOps(t, ch, steps, q8, dataSeed, optsHook, setup, false)
+}
+
+// runScheduleOps is runScheduleWith, with pins and anchors among the
+// operations when pins is set.
+func runScheduleOps(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int64, optsHook func(*Options), setup func(*harness), pins bool) *harness {
 	specs, hq, opts := randomConfig(ch, q8)
 	if optsHook != nil {
 		optsHook(&opts)
@@ -934,6 +1162,15 @@ func runScheduleWith(t testing.TB, ch chooser, steps int, q8 bool, dataSeed int6
 			}
 		case op == 10:
 			h.chunk(1+ch.Intn(mc), ch.Intn(len(specs)))
+		case op == 12 && pins:
+			switch ch.Intn(3) {
+			case 0:
+				h.randomPins(ch)
+			case 1:
+				h.anchor()
+			default:
+				h.randomRewind(ch)
+			}
 		case op >= 12:
 			h.randomRewind(ch)
 		default:

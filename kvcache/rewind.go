@@ -3,6 +3,8 @@ package kvcache
 import (
 	"fmt"
 	"math"
+
+	"mlxchat/tensor"
 )
 
 // MaxRewind is the largest n that Rewind accepts now (0 while a chunk is
@@ -15,9 +17,69 @@ func (c *Cache) MaxRewind() int {
 	return n
 }
 
-// CanRewind reports whether Rewind(n) would succeed.
+// CanRewind reports whether Rewind(n) would succeed: n <= MaxRewind(),
+// or n goes back exactly to the anchor (see Anchor).
 func (c *Cache) CanRewind(n int) bool {
-	return n >= 0 && n <= c.MaxRewind()
+	return n >= 0 && (n <= c.MaxRewind() || n == c.AnchorRewind())
+}
+
+// Anchor marks the current Offset A as a point Rewind can always return
+// to, however far the cache has moved on since, as long as the global
+// layers still hold every position from A on (nothing at or after A was
+// trimmed) and the sliding windows have not grown since: each sliding layer
+// that owns its cache copies the window-1 keys before A aside (the rows a
+// rewind to A needs, which would otherwise slide out of reach of the
+// rewind slack). A document summarized in pieces anchors after the shared
+// prefix and rewinds to it for every piece. One anchor at a time: Anchor
+// replaces the previous one; Rewind to before A, ClearAnchor and Reset
+// drop it. Its copies are counted in Stats.Bytes. It fails while a chunk
+// is open.
+func (c *Cache) Anchor() error {
+	if c.open {
+		return fmt.Errorf("kvcache: Anchor while a chunk is open; call it between chunks")
+	}
+	c.anchor = c.offset
+	for i := range c.layers {
+		if l := &c.layers[i]; l.st != nil && l.spec.Window > 0 {
+			l.st.saveAnchor(c.window(l.spec) - 1)
+		}
+	}
+	return nil
+}
+
+// ClearAnchor drops the anchor and frees its copies.
+func (c *Cache) ClearAnchor() {
+	c.anchor = -1
+	for i := range c.layers {
+		if st := c.layers[i].st; st != nil {
+			st.an = anchorRows{}
+		}
+	}
+}
+
+// AnchorRewind is the n for which Rewind(n) goes back to the anchor, or -1
+// when there is no anchor or it cannot be reached now (a chunk is open,
+// positions at or after it were trimmed, a sliding window grew beyond the
+// keys saved).
+func (c *Cache) AnchorRewind() int {
+	if c.anchor < 0 || c.open {
+		return -1
+	}
+	n := c.offset - c.anchor
+	for i := range c.layers {
+		l := &c.layers[i]
+		if l.st == nil {
+			continue
+		}
+		if l.spec.Window == 0 {
+			if l.st.newestRun(c.offset) < n {
+				return -1
+			}
+		} else if need := min(c.window(l.spec)-1, c.anchor); l.st.an.m < need {
+			return -1
+		}
+	}
+	return n
 }
 
 // ExactRewind is the largest n for which Rewind(n) also undoes no trim:
@@ -108,7 +170,12 @@ func (c *Cache) Rewind(n int) error {
 	if n == 0 {
 		return nil
 	}
-	if m, why := c.maxRewind(); n > m {
+	m, why := c.maxRewind()
+	toAnchor := n > m && n == c.AnchorRewind()
+	if n > m && !toAnchor {
+		if c.anchor >= 0 {
+			why += fmt.Sprintf(" (and the anchor at %d is %d tokens back)", c.anchor, c.offset-c.anchor)
+		}
 		return fmt.Errorf("kvcache: cannot rewind %d tokens, at most %d: %s; reset the cache instead", n, m, why)
 	}
 	to := c.offset - n
@@ -117,13 +184,33 @@ func (c *Cache) Rewind(n int) error {
 		if l.st == nil {
 			continue
 		}
-		if l.spec.Window == 0 {
-			l.st.dropNewest(n)
-			continue
+		switch {
+		case l.spec.Window == 0:
+			l.st.dropNewestKept(n)
+		case toAnchor:
+			l.st.restoreAnchor()
+		default:
+			l.st.rewindSliding(to, max(0, to-(c.window(l.spec)-1)))
 		}
-		l.st.rewindSliding(to, max(0, to-(c.window(l.spec)-1)))
 	}
 	c.offset = to
 	c.trimEnd = min(c.trimEnd, to)
+	c.pins = cutSpans(c.pins, to)
+	if c.anchor > to {
+		c.ClearAnchor()
+	}
 	return nil
+}
+
+// cutSpans returns the positions of spans below end (nil for none).
+func cutSpans(spans []tensor.Span, end int) []tensor.Span {
+	var out []tensor.Span
+	for _, r := range spans {
+		if r.Start >= end {
+			break
+		}
+		r.Len = min(r.Len, end-r.Start)
+		out = append(out, r)
+	}
+	return out
 }

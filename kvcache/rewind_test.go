@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"mlxchat/tensor"
 )
 
 // TestRewindMatchesFreshCache: after Rewind(n) with n <= ExactRewind(),
@@ -127,11 +129,20 @@ func appendRows(t *testing.T, c *Cache, specs []LayerSpec, n int, get func(l, i 
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A view may alias a scratch the next layer's Append reuses
+		// (Quantized8): keep a copy.
+		views[l] = View{K: cloneTensor(views[l].K), V: cloneTensor(views[l].V), Mask: views[l].Mask}
 	}
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	return views
+}
+
+func cloneTensor(x *tensor.Tensor) *tensor.Tensor {
+	y := tensor.New(x.DType, x.Shape...)
+	copy(y.Data, x.Data)
+	return y
 }
 
 // sameView says how two views differ: key positions, rows by position,
@@ -299,4 +310,114 @@ func TestRewindPastWindowRestoresKeys(t *testing.T) {
 	if got := c.MaxRewind(); got != 6 {
 		t.Fatalf("MaxRewind() = %d after using 25 of 30 slack keys and appending 1, want 6", got)
 	}
+}
+
+// TestAnchorRewindMatchesFreshCache: a cache anchored after a prefix can
+// rewind to it from far beyond the rewind slack (sliding windows full many
+// times over), and then goes on exactly like a fresh cache fed only the
+// prefix. No trims: the cap leaves room, as when a document is summarized
+// in pieces that fit.
+func TestAnchorRewindMatchesFreshCache(t *testing.T) {
+	for seed := int64(1); seed <= 60; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			specs, hq, opts := randomConfig(rng, seed%4 == 0)
+			specs = append(specs, sliding(1, 4, 2+rng.Intn(6))) // at least one sliding layer
+			hq = append(hq, 1+rng.Intn(2))
+			opts.MaxKV = 0
+			opts.RewindSlack = []int{NoRewindSlack, 1, 3}[rng.Intn(3)]
+			h := newHarness(t, specs, hq, opts, seed)
+			for i, k := 0, 1+rng.Intn(4); i < k; i++ {
+				h.chunk(1+rng.Intn(12), -1) // the shared prefix
+			}
+			h.anchor()
+			for piece := 0; piece < 3; piece++ {
+				for i, k := 0, 2+rng.Intn(4); i < k; i++ {
+					h.chunk(1+rng.Intn(16), -1) // a piece
+				}
+				for i, k := 0, 1+rng.Intn(8); i < k; i++ {
+					h.chunk(1, -1) // its answer
+				}
+				n := h.c.Offset() - h.ref.anchor
+				if h.c.MaxRewind() >= n {
+					t.Fatalf("max rewind %d already reaches the anchor %d back: the slack %d does not make the test", h.c.MaxRewind(), n, opts.RewindSlack)
+				}
+				if !h.c.CanRewind(n) {
+					t.Fatalf("cannot rewind %d tokens to the anchor at %d", n, h.ref.anchor)
+				}
+				h.rewind(n)
+			}
+			if s := h.c.Stats(); s.Anchor != h.c.Offset() {
+				t.Fatalf("anchor %d after rewinding to it at %d", s.Anchor, h.c.Offset())
+			}
+			compareWithFresh(t, h, opts, rng)
+			// Rewinding before the anchor drops it.
+			if n := h.c.Offset() - h.ref.anchor + 1; h.ref.anchor > 0 && h.c.MaxRewind() >= n {
+				h.rewind(n)
+				if s := h.c.Stats(); s.Anchor != -1 {
+					t.Fatalf("anchor %d kept after rewinding before it", s.Anchor)
+				}
+			}
+		})
+	}
+}
+
+// TestPins: pinned positions survive trims beside the sink, the live spans
+// say so, pins that do not fit are refused with a clear error, and a rewind
+// into a pinned run drops the pin with its tokens.
+func TestPins(t *testing.T) {
+	specs := []LayerSpec{global(1, 4), sliding(1, 4, 4), sharedOf(global(1, 4), 0)}
+	h := newHarness(t, specs, []int{1, 1, 1}, Options{MaxKV: 24, Sink: 4}, 1)
+	h.setPins([]tensor.Span{{Start: 10, Len: 6}})
+	if err := h.c.SetSink(8); err == nil || !strings.Contains(err.Error(), "half of max-kv-size") {
+		t.Fatalf("SetSink(8) with 6 pinned under max-kv-size 24: %v", err)
+	}
+	for i := 0; i < 5; i++ {
+		h.chunk(8, -1) // 40 tokens under a cap of 24
+	}
+	s := h.c.Stats()
+	want := []tensor.Span{{Start: 0, Len: 4}, {Start: 10, Len: 6}, {Start: 26, Len: 14}}
+	if !slices.Equal(s.Spans, want) || s.Pinned != 6 || s.Live != 24 {
+		t.Fatalf("after 40 tokens: spans %v pinned %d live %d; want %v, 6, 24", s.Spans, s.Pinned, s.Live, want)
+	}
+	if mc := h.c.MaxChunk(); mc != 24-4-6 {
+		t.Fatalf("max chunk %d, want 14 (cap minus sink and pins)", mc)
+	}
+	// Sink + pins may use at most half the cap.
+	err := h.c.SetPins([]tensor.Span{{Start: 10, Len: 6}, {Start: 30, Len: 3}})
+	if err == nil || !strings.Contains(err.Error(), "9 pinned tokens and the 4-token sink need 13, more than half of max-kv-size 24") {
+		t.Fatalf("SetPins beyond half the cap: %v", err)
+	}
+	if err := h.c.SetMaxKV(18); err == nil || !strings.Contains(err.Error(), "pinned") {
+		t.Fatalf("SetMaxKV(18) with 6 pinned and a 4-token sink: %v", err)
+	}
+	if err := h.c.SetPins([]tensor.Span{{Start: -1, Len: 2}}); err == nil {
+		t.Fatal("SetPins with a negative start: no error")
+	}
+	// Unpinned keys are the oldest: the next trim drops them first.
+	h.setPins(nil)
+	h.chunk(3, -1)
+	if s := h.c.Stats(); !slices.Equal(s.Spans, []tensor.Span{{Start: 0, Len: 4}, {Start: 13, Len: 3}, {Start: 26, Len: 17}}) {
+		t.Fatalf("after unpinning and 3 more tokens: spans %v", s.Spans)
+	}
+	// A rewind may go into a pinned run that the recent keys continue.
+	h.reset()
+	h.setPins([]tensor.Span{{Start: 6, Len: 8}})
+	for i := 0; i < 4; i++ {
+		h.chunk(6, -1)
+	}
+	h.chunk(1, -1)
+	h.chunk(1, -1) // 26 tokens: [0,4) sink, 4 and 5 trimmed, [6,14) pinned, recent from 14 on
+	s = h.c.Stats()
+	if !slices.Equal(s.Spans, []tensor.Span{{Start: 0, Len: 4}, {Start: 6, Len: 20}}) {
+		t.Fatalf("spans %v", s.Spans)
+	}
+	if m := h.c.MaxRewind(); m != 20 {
+		t.Fatalf("max rewind %d, want 20 (back to position 6, into the pinned run)", m)
+	}
+	h.rewind(15) // to position 11: pinned positions 11..13 go
+	if p := h.c.Pins(); !slices.Equal(p, []tensor.Span{{Start: 6, Len: 5}}) || h.c.Stats().Pinned != 5 {
+		t.Fatalf("pins after rewinding into them: %v (pinned %d)", p, h.c.Stats().Pinned)
+	}
+	h.chunk(5, -1)
 }

@@ -3,6 +3,7 @@ package kvcache
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"mlxchat/tensor"
@@ -12,12 +13,14 @@ import (
 //
 // Physical layout, in rows of one token each (K and V alike):
 //
-//	[0, s)          sink rows: absolute positions 0..s-1 (global layers only)
+//	[0, s)          kept rows (global layers only): the sink and pinned
+//	                rows a trim has passed, at the ascending positions kept
 //	[s, capRows)    a ring of R = capRows-s slots holding m "recent" rows;
 //	                logical ring row i (0 = oldest) lives in slot s+(h+i)%R
 //
 // segs lists the absolute positions of the ring rows in logical order, as
-// runs of consecutive positions (usually one run; two after the sink shrank).
+// runs of consecutive positions (usually one run); every kept position is
+// below every ring position, so kept then ring is ascending.
 //
 // A view hands out the physical prefix of the buffers, so it is only taken
 // when the used slots are contiguous: h == 0 (rows [0, s+m)) or the ring is
@@ -33,12 +36,13 @@ type store struct {
 	kt, vt  *tensor.Tensor // owners of k and v when alloc made them (nil otherwise)
 	capRows int
 	s       int
+	kept    []tensor.Span // positions of the s kept rows
 	h, m    int
 	segs    []tensor.Span
 
-	// scratch receives dequantized rows when q8 is set.
-	sk, sv   []byte
-	skt, svt *tensor.Tensor
+	// scr receives dequantized rows when q8 is set (see scratch); it may
+	// be shared with other layers, and is counted by the cache, not here.
+	scr *scratch
 
 	// alloc, when set, provides the buffers (Options.Alloc).
 	alloc func(shape ...int) *tensor.Tensor
@@ -48,6 +52,16 @@ type store struct {
 	// sl keeps the rows a sliding layer most recently dropped from its
 	// window, so Rewind can put them back (empty for global layers).
 	sl slack
+	// an holds a copy of a sliding layer's rows at the cache's anchor
+	// (Cache.Anchor), so Rewind can go back to it from any distance.
+	an anchorRows
+}
+
+// anchorRows is a copy of the m rows at consecutive positions
+// [start, start+m) that a sliding layer held at the anchor.
+type anchorRows struct {
+	k, v     []byte
+	start, m int
 }
 
 // slack is a ring of up to max rows (K and V, in the store's row format)
@@ -65,8 +79,8 @@ type slack struct {
 // end is the position after the newest slack row.
 func (sl *slack) end() int { return sl.start + sl.m }
 
-func newStore(heads, dim int, q8 bool, step, slackRows int, alloc func(shape ...int) *tensor.Tensor, copyRows func(dst, src *tensor.Tensor) error) *store {
-	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, copyRows: copyRows, sl: slack{max: slackRows}}
+func newStore(heads, dim int, q8 bool, step, slackRows int, scr *scratch, alloc func(shape ...int) *tensor.Tensor, copyRows func(dst, src *tensor.Tensor) error) *store {
+	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, copyRows: copyRows, sl: slack{max: slackRows}, scr: scr}
 	if q8 {
 		// Per row: one float32 absmax scale per head, then heads*dim int8.
 		st.rowBytes = heads*4 + heads*dim
@@ -80,14 +94,55 @@ func (st *store) ring() int        { return st.capRows - st.s }
 func (st *store) live() int        { return st.s + st.m }
 func (st *store) contiguous() bool { return st.h == 0 || st.m == st.ring() }
 
-// bytes is the memory held by the store, scratch included.
+// bytes is the memory held by the store, slack and anchor included (not
+// the dequantization scratch, which the cache counts).
 func (st *store) bytes() int64 {
-	return int64(cap(st.k) + cap(st.v) + cap(st.sk) + cap(st.sv) + cap(st.sl.k) + cap(st.sl.v))
+	return int64(cap(st.k) + cap(st.v) + cap(st.sl.k) + cap(st.sl.v) + cap(st.an.k) + cap(st.an.v))
+}
+
+// saveAnchor copies the newest min(m, keep) rows of a sliding layer (whose
+// ring rows are consecutive positions) as its anchor rows.
+func (st *store) saveAnchor(keep int) {
+	n := min(st.m, keep)
+	rb, R := st.rowBytes, st.ring()
+	st.an = anchorRows{k: make([]byte, n*rb), v: make([]byte, n*rb)}
+	if n == 0 {
+		return
+	}
+	last := st.segs[len(st.segs)-1]
+	st.an.start, st.an.m = last.Start+last.Len-n, n
+	for i := 0; i < n; i++ {
+		src := (st.s + (st.h+st.m-n+i)%R) * rb
+		copy(st.an.k[i*rb:(i+1)*rb], st.k[src:src+rb])
+		copy(st.an.v[i*rb:(i+1)*rb], st.v[src:src+rb])
+	}
+}
+
+// restoreAnchor makes a sliding layer hold exactly its anchor rows, in
+// fresh linear buffers; the rewind slack keeps only rows that continue
+// them (positions just before the anchor rows).
+func (st *store) restoreAnchor() {
+	rb, n := st.rowBytes, st.an.m
+	newCap := max(roundUp(n, st.step), n)
+	nk, nkt := st.newBuf(newCap * rb)
+	nv, nvt := st.newBuf(newCap * rb)
+	copy(nk, st.an.k[:n*rb])
+	copy(nv, st.an.v[:n*rb])
+	st.k, st.v, st.kt, st.vt, st.capRows, st.h, st.m = nk, nv, nkt, nvt, newCap, 0, n
+	st.segs = nil
+	if n > 0 {
+		st.segs = []tensor.Span{{Start: st.an.start, Len: n}}
+	}
+	if sl := &st.sl; n > 0 && sl.m > 0 && sl.start < st.an.start && sl.end() >= st.an.start {
+		sl.m = st.an.start - sl.start
+	} else {
+		sl.m = 0
+	}
 }
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}}
+	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -215,6 +270,14 @@ func (st *store) newestRun(end int) int {
 	for i := len(st.segs) - 1; i >= 0; i-- {
 		r := st.segs[i]
 		if r.Start+r.Len != end-n {
+			return n
+		}
+		n += r.Len
+	}
+	// The whole ring continues the run: so may the newest kept rows.
+	for i := len(st.kept) - 1; i >= 0; i-- {
+		r := st.kept[i]
+		if r.Start+r.Len != end-n {
 			break
 		}
 		n += r.Len
@@ -232,6 +295,20 @@ func (st *store) dropOldest(d int) {
 	st.segs = spansDropFront(st.segs, d)
 	if st.m == 0 {
 		st.h = 0
+	}
+}
+
+// dropNewestKept removes the d newest rows, ring rows first, then kept
+// rows once the ring is empty (a rewind into pinned rows). d <= live().
+func (st *store) dropNewestKept(d int) {
+	r := min(d, st.m)
+	st.dropNewest(r)
+	if k := d - r; k > 0 {
+		st.s -= k
+		st.kept = spansDropBack(st.kept, k)
+		if len(st.kept) == 0 {
+			st.kept = nil
+		}
 	}
 }
 
@@ -265,36 +342,106 @@ func (st *store) realloc(newCap int) {
 	st.k, st.v, st.kt, st.vt, st.capRows, st.h = nk, nv, nkt, nvt, newCap, 0
 }
 
-// setSink moves the boundary between sink and ring so that the sink holds
-// positions [0, newS). It can always shrink; it grows only while the oldest
-// ring rows continue the sink (nothing in between was trimmed).
-func (st *store) setSink(newS int) {
-	if newS == st.s {
+// trimFixed drops the d oldest rows of a global layer whose positions are
+// not in fixed (sorted, merged runs: the sink and the pins), keeping every
+// row in fixed. Rows older than the oldest row left in the ring that are
+// fixed form the kept region; fixed rows still in the ring stay there,
+// protected, until a later trim reaches them. When the kept region holds
+// only fixed rows and the d oldest ring rows hold none, this is a plain
+// dropOldest; otherwise (a pin or a grown sink is crossed, a pin was
+// released, the sink shrank) the rows are rebuilt in new buffers once.
+// d must not exceed the rows outside fixed.
+func (st *store) trimFixed(d int, fixed []tensor.Span) {
+	if d <= 0 {
 		return
 	}
-	if newS > st.s && (st.m == 0 || st.segs[0].Start != st.s) {
-		return
-	}
-	if st.h != 0 {
-		st.realloc(st.capRows)
-	}
-	if newS < st.s {
-		moved := tensor.Span{Start: newS, Len: st.s - newS}
-		if len(st.segs) > 0 && st.segs[0].Start == st.s {
-			st.segs[0] = tensor.Span{Start: newS, Len: moved.Len + st.segs[0].Len}
-		} else {
-			st.segs = append([]tensor.Span{moved}, st.segs...)
+	if spansWithin(st.kept, fixed) {
+		// Fixed rows at the front of the ring join the kept region in
+		// place (the sink on the first trim), then plain dropping works
+		// unless another fixed row lies among the d oldest.
+		for st.m > 0 {
+			run := fixedPrefix(st.segs, fixed)
+			if run == 0 {
+				break
+			}
+			if st.h != 0 {
+				st.realloc(st.capRows)
+			}
+			for _, r := range spansSlice(st.segs, 0, run) {
+				st.kept = spansAppend(st.kept, r)
+			}
+			st.s += run
+			st.m -= run
+			st.segs = spansDropFront(st.segs, run)
 		}
-		st.m += moved.Len
-		st.s = newS
-		return
+		if !spansMeet(spansSlice(st.segs, 0, d), fixed) {
+			st.dropOldest(d)
+			return
+		}
 	}
-	for st.s < newS && st.m > 0 && st.segs[0].Start == st.s {
-		take := min(newS-st.s, st.segs[0].Len)
-		st.s += take
-		st.m -= take
-		st.segs = spansDropFront(st.segs, take)
+	type row struct{ pos, phys int }
+	var kept, ring []row
+	inRing := false
+	budget := d
+	f := 0 // index into fixed: runs ending at or before pos are passed
+	visit := func(pos, phys int) {
+		for f < len(fixed) && fixed[f].Start+fixed[f].Len <= pos {
+			f++
+		}
+		isFixed := f < len(fixed) && fixed[f].Start <= pos
+		switch {
+		case isFixed && !inRing:
+			kept = append(kept, row{pos, phys})
+		case isFixed || budget == 0:
+			inRing = true
+			ring = append(ring, row{pos, phys})
+		default:
+			budget--
+		}
 	}
+	phys := 0
+	for _, r := range st.kept {
+		for p := r.Start; p < r.Start+r.Len; p++ {
+			visit(p, phys)
+			phys++
+		}
+	}
+	R := st.ring()
+	i := 0
+	for _, r := range st.segs {
+		for p := r.Start; p < r.Start+r.Len; p++ {
+			visit(p, st.s+(st.h+i)%R)
+			i++
+		}
+	}
+	rb := st.rowBytes
+	nk, nkt := st.newBuf(st.capRows * rb)
+	nv, nvt := st.newBuf(st.capRows * rb)
+	st.kept, st.segs = nil, nil
+	for j, r := range append(kept, ring...) {
+		copy(nk[j*rb:(j+1)*rb], st.k[r.phys*rb:(r.phys+1)*rb])
+		copy(nv[j*rb:(j+1)*rb], st.v[r.phys*rb:(r.phys+1)*rb])
+		if j < len(kept) {
+			st.kept = spansAppend(st.kept, tensor.Span{Start: r.pos, Len: 1})
+		} else {
+			st.segs = spansAppend(st.segs, tensor.Span{Start: r.pos, Len: 1})
+		}
+	}
+	st.k, st.v, st.kt, st.vt = nk, nv, nkt, nvt
+	st.s, st.m, st.h = len(kept), len(ring), 0
+}
+
+// positions returns the absolute positions the store holds, ascending, as
+// merged runs (the kept region's positions all precede the ring's).
+func (st *store) positions() []tensor.Span {
+	out := make([]tensor.Span, 0, len(st.kept)+len(st.segs))
+	for _, r := range st.kept {
+		out = spansAppend(out, r)
+	}
+	for _, r := range st.segs {
+		out = spansAppend(out, r)
+	}
+	return out
 }
 
 // prepare makes room for n more rows so that the store is contiguous after
@@ -439,9 +586,7 @@ func f32s(b []byte) []float32 {
 // contiguous. For q8 stores the bytes are a dequantized scratch copy.
 func (st *store) view() (k, v []byte, spans []tensor.Span) {
 	rows := st.live()
-	if st.s > 0 {
-		spans = append(spans, tensor.Span{Start: 0, Len: st.s})
-	}
+	spans = append(spans, st.kept...)
 	if st.h == 0 {
 		spans = append(spans, st.segs...)
 	} else {
@@ -452,26 +597,52 @@ func (st *store) view() (k, v []byte, spans []tensor.Span) {
 	k, v = st.k[:rows*st.rowBytes], st.v[:rows*st.rowBytes]
 	if st.q8 {
 		f := rows * st.heads * st.dim * 4
-		if cap(st.sk) < f {
-			c := roundUp(rows, st.step) * st.heads * st.dim * 4
-			st.sk, st.skt = st.newBuf(c)
-			st.sv, st.svt = st.newBuf(c)
-		}
-		st.sk, st.sv = st.sk[:f], st.sv[:f]
-		st.decode(st.sk, k, rows)
-		st.decode(st.sv, v, rows)
-		k, v = st.sk, st.sv
+		sk, sv := st.scr.get(f, st.newBuf)
+		st.decode(sk, k, rows)
+		st.decode(sv, v, rows)
+		k, v = sk, sv
 	}
 	return k, v, spans
 }
 
-// releaseScratch drops the dequantization scratch when it is far larger
-// than the live rows need.
-func (st *store) releaseScratch() {
-	if st.q8 && cap(st.sk) > 2*max(st.live(), st.step)*st.heads*st.dim*4 {
-		st.sk, st.sv, st.skt, st.svt = nil, nil, nil, nil
-	}
+// scratch is the F32 buffer pair that Quantized8 views are dequantized
+// into. The layers whose views no other layer reads share one (a view is
+// used before the next layer appends); a layer that others share from has
+// its own, since its view is read again later in the chunk. Its capacity
+// is the largest view since the last release, rounded up to step bytes,
+// so it does not depend on the order the layers used it in.
+type scratch struct {
+	k, v   []byte
+	kt, vt *tensor.Tensor // owners when alloc made them
+	step   int            // capacity granularity in bytes (> 0)
+	used   int            // largest view in bytes since the last release
 }
+
+// get returns f bytes of K and V scratch, growing it when needed.
+func (sc *scratch) get(f int, newBuf func(int) ([]byte, *tensor.Tensor)) (k, v []byte) {
+	if cap(sc.k) < f {
+		c := roundUp(f, sc.step)
+		sc.k, sc.kt = newBuf(c)
+		sc.v, sc.vt = newBuf(c)
+	}
+	sc.used = max(sc.used, f)
+	return sc.k[:f], sc.v[:f]
+}
+
+// release frees the scratch when it is far larger than the views since the
+// last release needed.
+func (sc *scratch) release() {
+	if cap(sc.k) > 2*max(sc.used, sc.step) {
+		sc.free()
+	}
+	sc.used = 0
+}
+
+func (sc *scratch) free() {
+	sc.k, sc.v, sc.kt, sc.vt, sc.used = nil, nil, nil, nil, 0
+}
+
+func (sc *scratch) bytes() int64 { return int64(cap(sc.k) + cap(sc.v)) }
 
 // newBuf returns n bytes for storage, from alloc when set (the tensor it
 // came from is returned so its handle stays reachable), else from make.
@@ -488,7 +659,7 @@ func (st *store) newBuf(n int) ([]byte, *tensor.Tensor) {
 // came from make), so views can carry the backend handle.
 func (st *store) handles() (k, v *tensor.Tensor) {
 	if st.q8 {
-		return st.skt, st.svt
+		return st.scr.kt, st.scr.vt
 	}
 	return st.kt, st.vt
 }
@@ -542,6 +713,64 @@ func spansAppend(s []tensor.Span, r tensor.Span) []tensor.Span {
 		return s
 	}
 	return append(s, r)
+}
+
+// fixedPrefix is how many of the first positions of runs (in order) lie
+// in fixed (sorted, merged) without a break.
+func fixedPrefix(runs, fixed []tensor.Span) int {
+	n := 0
+	for _, r := range runs {
+		for p := r.Start; p < r.Start+r.Len; {
+			j, ok := slices.BinarySearchFunc(fixed, p, func(f tensor.Span, p int) int {
+				switch {
+				case f.Start+f.Len <= p:
+					return -1
+				case f.Start > p:
+					return 1
+				}
+				return 0
+			})
+			if !ok {
+				return n
+			}
+			take := min(r.Start+r.Len, fixed[j].Start+fixed[j].Len) - p
+			n += take
+			p += take
+		}
+	}
+	return n
+}
+
+// spansWithin reports whether every position of a (sorted runs) lies in
+// b (sorted, merged runs).
+func spansWithin(a, b []tensor.Span) bool {
+	j := 0
+	for _, r := range a {
+		for j < len(b) && b[j].Start+b[j].Len <= r.Start {
+			j++
+		}
+		if j == len(b) || b[j].Start > r.Start || b[j].Start+b[j].Len < r.Start+r.Len {
+			return false
+		}
+	}
+	return true
+}
+
+// spansMeet reports whether two lists of sorted runs share a position.
+func spansMeet(a, b []tensor.Span) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ae, be := a[i].Start+a[i].Len, b[j].Start+b[j].Len
+		if a[i].Start < be && b[j].Start < ae {
+			return true
+		}
+		if ae <= be {
+			i++
+		} else {
+			j++
+		}
+	}
+	return false
 }
 
 // spansSlice returns the runs covering logical indices [a, b) of a run list.
