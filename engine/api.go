@@ -36,6 +36,15 @@ const (
 type Message struct {
 	Role    string // RoleSystem, RoleUser or RoleAssistant
 	Content string
+	// Pinned keeps the message's tokens in the never-trimmed prefix of
+	// the cache, beside the attention sink and the system prompt (/pin):
+	// trimming to MaxKV drops older and newer tokens but never these. The
+	// sink and every pinned message together may use at most half of
+	// MaxKV; a Generate whose pins do not fit fails with an Error saying
+	// so. A message pinned after its tokens were trimmed makes the next
+	// Generate prefill the conversation again (Stats.CacheRestart
+	// RestartPinned), so that it is attended.
+	Pinned bool
 }
 
 // Defaults applied by DefaultSettings and, for zero fields, by Normalize.
@@ -95,6 +104,14 @@ type Settings struct {
 	KeepSystem bool
 	// NoLoopDetect turns off the n-gram loop detector (Done reason loop).
 	NoLoopDetect bool
+	// KVBits is the precision of the stored keys and values: 16 (or 0,
+	// the default) keeps them at full precision (float32 rows today), 8
+	// stores int8 values with one float32 scale per token and KV head
+	// (kvcache's Quantized8: about a quarter of the bytes per token, with
+	// a small error on the attention output). A change empties the cache:
+	// the next Generate prefills the conversation again in the new format
+	// (Stats.CacheRestart RestartKVBits).
+	KVBits int
 }
 
 // DefaultSettings returns the settings used when none are given: greedy
@@ -145,6 +162,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("max-tokens %d: want 0 (no limit) or a positive count", s.MaxTokens)
 	case s.SinkTokens < 0:
 		return fmt.Errorf("sink-tokens %d: want a positive number of tokens", s.SinkTokens)
+	case s.KVBits != 0 && s.KVBits != 16 && s.KVBits != 8:
+		return fmt.Errorf("kv-bits %d: want 16 or 8", s.KVBits)
 	}
 	n := s.Normalize()
 	if n.MaxKV > 0 && n.MaxKV < 2*n.SinkTokens {
@@ -158,8 +177,8 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Request is something the caller submits: Generate, Cancel, UpdateSettings
-// or Reset.
+// Request is something the caller submits: Generate, Summarize, FitCheck,
+// Cancel, UpdateSettings or Reset.
 type Request interface{ isRequest() }
 
 // Generate asks for the assistant's next answer to Conversation (which ends
@@ -301,6 +320,18 @@ type CacheState struct {
 	Seen    int // tokens ever appended (the next RoPE position)
 	Trimmed int // tokens trimmed so far in this cache's life
 	Window  int // sliding window of local layers (0 = none)
+	Sink    int // tokens of the attention sink (never trimmed)
+	// Pinned is how many live tokens are kept by pinned messages (beside
+	// the sink; never trimmed). They count in Live.
+	Pinned int
+	// Spans are the absolute positions live in the global layers, in
+	// ascending order: the sink, pinned runs, then the recent window.
+	// With Layout's message spans they tell which messages are attended.
+	Spans []Span
+	// KVBytes is the memory the KV cache holds now; KVBits its storage
+	// precision (16 or 8).
+	KVBytes int64
+	KVBits  int
 }
 
 // Stats summarizes one request; sent just before its Done.
@@ -330,6 +361,8 @@ type Stats struct {
 	DecodeTime       time.Duration // spent sampling and decoding the answer
 	MemoryBytes      int64         // resident set size of the process (Linux), else memory the Go runtime obtained
 	KVBytes          int64         // bytes held by the KV cache
+	KVBits           int           // storage precision of the KV cache (16 or 8)
+	PinnedTokens     int           // live tokens kept by pinned messages at the end of the request
 }
 
 // Why a Generate request rewound the cache (Stats.CacheRewind).
@@ -367,6 +400,11 @@ const (
 	// RestartCapRaised: the cache trimmed under a lower MaxKV than the
 	// current one, so a full prefill restores the context now affordable.
 	RestartCapRaised = "cap raised"
+	// RestartPinned: a pinned message's tokens had already been trimmed,
+	// so the conversation is prefilled again with the pin in place.
+	RestartPinned = "pinned message was trimmed"
+	// RestartKVBits: Settings.KVBits changed, which empties the cache.
+	RestartKVBits = "kv-bits changed"
 )
 
 // DoneReason says why an answer ended.
@@ -381,15 +419,19 @@ const (
 	DoneLoop       DoneReason = "loop"        // the n-gram loop detector fired
 )
 
-// Done ends a Generate request. Text is the whole answer as emitted in Token
-// events (partial when cancelled). A Generate ends with exactly one Done or
-// one Error.
+// Done ends a Generate or Summarize request. Text is the whole answer as
+// emitted in Token events (partial when cancelled). A Generate or
+// Summarize ends with exactly one Done or one Error.
 type Done struct {
 	Header
 	Reason DoneReason
 	Text   string
 	// Tokens is the number of answer tokens generated.
 	Tokens int
+	// Pieces, for a Summarize whose document was split, holds the piece
+	// summaries in document order (those finished, when cancelled); nil
+	// for Generate and for a document summarized in one piece.
+	Pieces []SummaryPiece
 }
 
 // Error ends a request that failed (a panic inside the model included).
