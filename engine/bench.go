@@ -35,7 +35,7 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 	if err != nil {
 		return r, err
 	}
-	if _, err := m.configure(s.MaxKV, s.SinkTokens); err != nil {
+	if _, err := m.configure(s.cacheConfig(s.SinkTokens)); err != nil {
 		return r, err
 	}
 	err = safely(func() error {

@@ -118,6 +118,9 @@ func (a tokAdapter) Encode(text string) ([]int32, error) { return a.t.Encode(tex
 
 func (a tokAdapter) NewStream() StreamDecoder { return tokenizer.NewStreamDecoder(a.t) }
 
+// Decode returns the text of ids, special tokens written out.
+func (a tokAdapter) Decode(ids []int32) string { return a.t.Decode(ids) }
+
 // IsSpecial reports the tokenizer.json added tokens marked special.
 func (a tokAdapter) IsSpecial(id int32) bool { return a.t.IsSpecial(id) }
 

@@ -3,7 +3,33 @@
 // detokenization, and events back to the caller on a channel. Every failure
 // inside a request, a panic included, becomes an error event.
 //
-// The API (settings, requests, events, delivery policy) is in api.go.
+// The API (settings, requests, events, delivery policy) is in api.go; the
+// part for documents longer than the live window (FitCheck and Fit, Layout
+// and MessageSpan, Message.Pinned, Summarize and its events) is in
+// api_context.go.
+//
+// Long documents (issue #15). FitCheck (fit.go) renders and tokenizes the
+// conversation with the draft on a goroutine of its own (latest request
+// wins) and predicts the live set after the prefill: the sink, the pinned
+// messages and the newest tokens up to MaxKV (liveAfter), with the KV bytes
+// per token and for a suggested cap from kvcache.Footprint over the
+// model's layer specs. Layout (layout.go) places each message's content in
+// the prompt: the template is rendered once more with markers for the
+// contents, the prompt's ids are decoded in blocks so any position maps to
+// a byte offset with one short decode, and the cache's live spans give each
+// message's live and trimmed tokens and the byte where its live part
+// begins. Pinned messages become kvcache pins (SetPins) before each
+// prefill; a pinned message already trimmed makes the request prefill from
+// scratch (RestartPinned). Summarize (summarize.go, split.go) renders the
+// prompt with a marker for the document, so the text before it is the
+// shared prefix, prefills that once and anchors the cache there
+// (kvcache's Anchor), splits the document on heading, paragraph, sentence,
+// line, word and character boundaries into pieces that fit with the room
+// for an answer under the cap, answers each piece after rewinding to the
+// anchor, and combines the summaries in rounds; every prompt plus its
+// answer stays under the cap, so the cache never trims. Settings.KVBits 8
+// makes a new kvcache with Quantized8 (the cache is emptied; Stats says
+// RestartKVBits).
 //
 // Prefix reuse: the engine remembers every token id it has fed to the
 // cache since the cache was last emptied, trimmed ones included. A new

@@ -83,6 +83,13 @@ type Engine struct {
 	done    chan struct{}
 
 	tok Tokenizer // set once the model is ready (for CountTokens)
+	// fit is what FitCheck needs, set once the model is ready; current
+	// the settings last applied by the engine goroutine; fitPending the
+	// FitCheck waiting for the fit goroutine (running while fitBusy).
+	fit        *fitModel
+	current    Settings
+	fitPending *fitJob
+	fitBusy    bool
 
 	// Owned by the engine goroutine.
 	w       *worker
@@ -129,7 +136,7 @@ func FromBundle(b *Bundle, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := newEngine(w, nil, opts)
-	e.tok = w.tok
+	e.ready(w)
 	return e, nil
 }
 
@@ -182,6 +189,10 @@ func (e *Engine) Submit(req Request) RequestID {
 		e.cancelLocked(c.ID)
 		return id
 	}
+	if f, ok := req.(FitCheck); ok {
+		e.fitLocked(id, f)
+		return id
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.queue = append(e.queue, &job{id: id, req: req, ctx: ctx, cancel: cancel})
 	select {
@@ -198,10 +209,20 @@ func (e *Engine) cancelLocked(id RequestID) {
 		e.running.cancel()
 	}
 	for _, j := range e.queue {
-		if _, gen := j.req.(Generate); (id == 0 && gen) || j.id == id {
+		if (id == 0 && isAnswer(j.req)) || j.id == id {
 			j.cancel()
 		}
 	}
+}
+
+// isAnswer reports whether req produces an answer (Generate, Summarize):
+// what Cancel{ID: 0} stops when queued.
+func isAnswer(req Request) bool {
+	switch req.(type) {
+	case Generate, Summarize:
+		return true
+	}
+	return false
 }
 
 // Events returns the channel on which every event arrives. It is closed
@@ -245,43 +266,59 @@ func (e *Engine) Close() {
 
 // emit stamps and queues an event for request id.
 func (e *Engine) emit(id RequestID, ev Event) {
-	h := Header{ID: id, At: time.Now()}
+	e.out.put(stamp(ev, Header{ID: id, At: time.Now()}))
+}
+
+// stamp returns ev with its Header set to h.
+func stamp(ev Event, h Header) Event {
 	switch v := ev.(type) {
 	case ModelLoading:
 		v.Header = h
-		ev = v
+		return v
 	case Ready:
 		v.Header = h
-		ev = v
+		return v
 	case PrefillProgress:
 		v.Header = h
-		ev = v
+		return v
 	case Token:
 		v.Header = h
-		ev = v
+		return v
 	case Trim:
 		v.Header = h
-		ev = v
+		return v
 	case CacheState:
 		v.Header = h
-		ev = v
+		return v
 	case Stats:
 		v.Header = h
-		ev = v
+		return v
 	case Done:
 		v.Header = h
-		ev = v
+		return v
 	case Error:
 		v.Header = h
-		ev = v
+		return v
 	case SettingsChanged:
 		v.Header = h
-		ev = v
+		return v
 	case Cleared:
 		v.Header = h
-		ev = v
+		return v
+	case Fit:
+		v.Header = h
+		return v
+	case Layout:
+		v.Header = h
+		return v
+	case SummarizeProgress:
+		v.Header = h
+		return v
+	case PieceSummary:
+		v.Header = h
+		return v
 	}
-	e.out.put(ev)
+	return ev // not an engine event type: delivered as is
 }
 
 // next takes the next queued job, or nil when the engine is closing.
@@ -355,7 +392,7 @@ func (e *Engine) load(ctx context.Context) {
 	})
 	if err == nil {
 		e.mu.Lock()
-		e.tok = e.w.tok
+		e.ready(e.w)
 		e.mu.Unlock()
 	}
 	if err != nil {
@@ -380,12 +417,17 @@ func (e *Engine) run(j *job) {
 	switch r := j.req.(type) {
 	case Generate:
 		e.generate(j, r)
+	case Summarize:
+		e.summarize(j, r)
 	case UpdateSettings:
 		err := safely(func() error { return e.w.updateSettings(r.Settings) })
 		if err != nil {
 			e.emit(j.id, Error{Err: err})
 			return
 		}
+		e.mu.Lock()
+		e.current = e.w.settings
+		e.mu.Unlock()
 		e.emit(j.id, SettingsChanged{Settings: e.w.settings})
 		e.emit(j.id, e.w.cacheState())
 	case Reset:

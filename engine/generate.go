@@ -20,6 +20,8 @@ type generation struct {
 
 	text      strings.Builder // answer as emitted
 	generated int             // answer tokens sampled (stop token excluded)
+	answer    []int32         // the answer's token ids fed back (stop token excluded)
+	quiet     bool            // collect the answer without Token events (a summary piece)
 	stats     Stats
 	firstTok  time.Time
 }
@@ -53,27 +55,92 @@ func (e *Engine) generate(j *job, r Generate) {
 // run does the work of generate; touched is set once the cache may change.
 func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	w := g.w
-	s := w.settings
-	if r.Settings != nil {
-		if err := r.Settings.Validate(); err != nil {
-			return nil, err
-		}
-		s = r.Settings.Normalize()
+	s, err := w.requestSettings(r.Settings)
+	if err != nil {
+		return nil, err
 	}
 	g.s = s
 	if g.j.ctx.Err() != nil {
 		return &Done{Reason: DoneCancelled}, nil
 	}
-	conv := r.Conversation
-	if s.System != "" && (len(conv) == 0 || conv[0].Role != RoleSystem) {
-		conv = append([]Message{{Role: RoleSystem, Content: s.System}}, conv...)
-	}
+	conv, index := withSystem(r.Conversation, s)
 	if len(conv) == 0 {
 		return nil, fmt.Errorf("generate: empty conversation")
 	}
-	prompt, err := w.tmpl.Render(conv, true)
+	ids, err := w.promptIDs(conv, true)
 	if err != nil {
-		return nil, fmt.Errorf("rendering chat template: %w", err)
+		return nil, err
+	}
+	pl := w.layoutPrompt(conv, index, ids, true)
+	sink, err := w.sinkFor(s, conv, ids)
+	if err != nil {
+		return nil, err
+	}
+	pins := pl.pinned()
+	if err := checkPins(s.MaxKV, sink, pins); err != nil {
+		return nil, err
+	}
+
+	*touched = true
+	if err := g.prepareCache(ids, sink, pins); err != nil {
+		return nil, err
+	}
+	reuse := len(w.cached)
+	g.stats.PromptTokens = len(ids)
+	g.stats.ReusedTokens = reuse
+
+	logits, cancelled, err := g.prefill(ids[reuse:], reuse)
+	if err != nil {
+		return nil, err
+	}
+	g.emitLayout(pl, nil)
+	if cancelled {
+		return &Done{Reason: DoneCancelled}, nil
+	}
+	done, err := g.decode(ids, logits)
+	if err != nil {
+		return nil, err
+	}
+	g.emitLayout(pl, w.answerLayout(len(r.Conversation), len(ids), g.answer, done.Text))
+	return done, nil
+}
+
+// requestSettings is the settings of a request: its own (validated) or
+// the engine's current ones.
+func (w *worker) requestSettings(own *Settings) (Settings, error) {
+	if own == nil {
+		return w.settings, nil
+	}
+	if err := own.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return own.Normalize(), nil
+}
+
+// withSystem puts Settings.System in front of a conversation that does not
+// start with a system message, and returns each message's MessageSpan
+// index (-1 for the added system prompt).
+func withSystem(conv []Message, s Settings) ([]Message, []int) {
+	index := make([]int, 0, len(conv)+1)
+	if s.System != "" && (len(conv) == 0 || conv[0].Role != RoleSystem) {
+		conv = append([]Message{{Role: RoleSystem, Content: s.System}}, conv...)
+		index = append(index, -1)
+	}
+	for i := range len(conv) - len(index) {
+		index = append(index, i)
+	}
+	return conv, index
+}
+
+// promptIDs renders and tokenizes conv.
+func (w promptTools) promptIDs(conv []Message, addGenerationPrompt bool) ([]int32, error) {
+	prompt, err := w.tmpl.Render(conv, addGenerationPrompt)
+	if err != nil {
+		// models/chat errors already say "rendering chat template".
+		if !strings.Contains(err.Error(), "chat template") {
+			err = fmt.Errorf("rendering chat template: %w", err)
+		}
+		return nil, err
 	}
 	ids, err := w.tok.Encode(prompt)
 	if err != nil {
@@ -82,24 +149,58 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("generate: the prompt has no tokens")
 	}
+	return ids, nil
+}
+
+// sinkFor is the sink a request keeps: SinkTokens, or with KeepSystem the
+// whole system prompt; it may use at most half of MaxKV.
+func (w promptTools) sinkFor(s Settings, conv []Message, ids []int32) (int, error) {
 	sink := s.SinkTokens
 	if s.KeepSystem {
 		sink = max(sink, w.systemPrefix(conv, ids))
 	}
 	if s.MaxKV > 0 && 2*sink > s.MaxKV {
-		return nil, fmt.Errorf("max-kv-size %d: the %d-token system prompt kept as attention sink needs at most half of it; raise --max-kv-size or turn off keep-system", s.MaxKV, sink)
+		return 0, fmt.Errorf("max-kv-size %d: the %d-token system prompt kept as attention sink needs at most half of it; raise --max-kv-size or turn off keep-system", s.MaxKV, sink)
 	}
+	return sink, nil
+}
 
-	*touched = true
-	emptied, err := w.lm.configure(s.MaxKV, sink)
+// checkPins says when the pinned messages' tokens and the sink need more
+// than half of maxKV.
+func checkPins(maxKV, sink int, pins []Span) error {
+	if maxKV == 0 || len(pins) == 0 {
+		return nil
+	}
+	n := 0
+	for _, p := range pins {
+		n += max(0, p.End-max(p.Start, sink))
+	}
+	if sink+n > maxKV/2 {
+		return fmt.Errorf("pinned messages: %d tokens with the %d-token sink need %d, more than half of max-kv-size %d (%d); /unpin one or raise /kv",
+			n, sink, sink+n, maxKV, maxKV/2)
+	}
+	return nil
+}
+
+// prepareCache configures the cache for a prompt of ids (cap, sink,
+// storage), reuses what it can (continue, rewind or reset; see
+// planReuse), pins the pinned spans and fills the reuse figures of the
+// stats. Afterwards w.cached is the kept prefix.
+func (g *generation) prepareCache(ids []int32, sink int, pins []Span) error {
+	w, s := g.w, g.s
+	emptied, err := w.lm.configure(s.cacheConfig(sink))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if emptied {
 		w.cached = nil
+		w.restartWhy = RestartKVBits
 	}
 	cs, _ := w.lm.state()
 	plan := w.planReuse(ids, cs, s.MaxKV)
+	if plan.restart == "" && pinTrimmed(pins, len(w.cached)-plan.rewind, cs.Spans) {
+		plan = reusePlan{restart: RestartPinned}
+	}
 	if plan.rewind > 0 {
 		if err := w.lm.rewind(plan.rewind); err != nil {
 			// planReuse checked the cache's reach; should the cache
@@ -110,30 +211,46 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 			g.stats.RewoundTokens, g.stats.CacheRewind = plan.rewind, plan.why
 		}
 	}
-	if plan.restart != "" {
+	switch {
+	case plan.restart == RestartEmpty && w.restartWhy != "":
+		g.stats.CacheRestart = w.restartWhy
+	case plan.restart != "":
 		if cs.Seen > 0 || len(w.cached) > 0 {
 			g.stats.CacheRestart = plan.restart
 			if err := w.reset(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-	} else if len(w.cached) > 0 {
+	case len(w.cached) > 0:
 		// Rewinding never undoes a trim: every trimmed position lies in
 		// the kept prefix.
 		g.stats.ReusedTrimmed = cs.Trimmed
 	}
-	reuse := len(w.cached)
-	g.stats.PromptTokens = len(ids)
-	g.stats.ReusedTokens = reuse
+	w.restartWhy = ""
+	return w.lm.setPins(pins)
+}
 
-	logits, cancelled, err := g.prefill(ids[reuse:], reuse)
-	if err != nil {
-		return nil, err
+// pinTrimmed reports whether a pinned span lost tokens below keep (the
+// prefix the cache keeps) to a trim: they are not among the live spans.
+func pinTrimmed(pins []Span, keep int, live []Span) bool {
+	for _, p := range pins {
+		p.End = min(p.End, keep)
+		if p.Len() > 0 && overlapLen(p, live) < p.Len() {
+			return true
+		}
 	}
-	if cancelled {
-		return &Done{Reason: DoneCancelled}, nil
+	return false
+}
+
+// emitLayout sends where the messages (and the answer, when given) lie in
+// the cache now.
+func (g *generation) emitLayout(pl, answer *promptLayout) {
+	cs, _ := g.w.lm.state()
+	msgs := pl.spans(cs.Spans)
+	if answer != nil {
+		msgs = append(msgs, answer.spans(cs.Spans)...)
 	}
-	return g.decode(ids, logits)
+	g.e.emit(g.j.id, Layout{Messages: msgs, Spans: cs.Spans, Seen: cs.Seen})
 }
 
 // reusePlan is how a request reuses the cache: keep it as is, rewind
@@ -180,7 +297,13 @@ func (w *worker) planReuse(ids []int32, cs CacheState, maxKV int) reusePlan {
 	if common == len(ids) {
 		p.why = RewindNothingNew
 	}
-	if keep == 0 || p.rewind > w.lm.maxRewind() {
+	if a := w.lm.anchorAt(); keep > 0 && !w.lm.canRewind(p.rewind) && a > 0 && a <= keep && w.lm.canRewind(len(w.cached)-a) {
+		// Too far back for the rewind slack, but the anchor (a document
+		// summarized in pieces) is in reach: keep less, prefill more.
+		p.rewind = len(w.cached) - a
+		keep = a
+	}
+	if keep == 0 || !w.lm.canRewind(p.rewind) {
 		switch {
 		case p.why == RewindNothingNew:
 			return reusePlan{restart: RestartNothingNew}
@@ -195,7 +318,7 @@ func (w *worker) planReuse(ids []int32, cs CacheState, maxKV int) reusePlan {
 // systemPrefix is the number of leading prompt tokens that belong to the
 // system prompt: the common prefix of ids and the rendering of the system
 // message followed by an empty user turn.
-func (w *worker) systemPrefix(conv []Message, ids []int32) int {
+func (w promptTools) systemPrefix(conv []Message, ids []int32) int {
 	if conv[0].Role != RoleSystem {
 		return 0
 	}
@@ -297,6 +420,7 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		}
 		g.generated++
 		history = append(history, tok)
+		g.answer = history[len(prompt):]
 		piece := ""
 		if !w.isSpecial(tok) {
 			// Control tokens (<start_of_turn>, <pad>, ...) are fed back to
@@ -334,12 +458,15 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 	}
 }
 
-// emitText sends non-empty answer text as a Token event.
+// emitText adds answer text and sends it as a Token event (unless quiet).
 func (g *generation) emitText(text string) {
 	if text == "" {
 		return
 	}
 	g.text.WriteString(text)
+	if g.quiet {
+		return
+	}
 	g.e.emit(g.j.id, Token{Text: text, Tokens: g.generated})
 }
 
@@ -350,6 +477,9 @@ func (g *generation) finishStats() {
 	}
 	_, kv := g.w.lm.state()
 	g.stats.KVBytes = kv
+	cs, _ := g.w.lm.state()
+	g.stats.KVBits = cs.KVBits
+	g.stats.PinnedTokens = cs.Pinned
 	g.stats.MemoryBytes = residentBytes()
 }
 

@@ -13,6 +13,7 @@ import (
 type modelLM struct {
 	model models.Model
 	cache *kvcache.Cache
+	opts  kvcache.Options // the options cache was made with
 	vocab int
 	// logits holds the last forward's last-token logits; reused so a
 	// decode step does not allocate a vocabulary-sized slice.
@@ -28,19 +29,64 @@ func newModelLM(m models.Model, opts kvcache.Options) (*modelLM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the KV cache: %w", err)
 	}
-	return &modelLM{model: m, cache: c, vocab: info.VocabSize}, nil
+	return &modelLM{model: m, cache: c, opts: opts, vocab: info.VocabSize}, nil
 }
 
 func (a *modelLM) vocabSize() int { return a.vocab }
 
-func (a *modelLM) configure(maxKV, sink int) (bool, error) {
-	if err := a.cache.SetMaxKV(maxKV); err != nil {
-		return false, err
+func (a *modelLM) configure(cfg cacheConfig) (bool, error) {
+	emptied := false
+	if q8 := cfg.kvBits == 8; q8 != a.opts.Quantized8 {
+		opts := a.opts
+		opts.Quantized8 = q8
+		c, err := a.model.NewCache(opts)
+		if err != nil {
+			return false, fmt.Errorf("creating the %d-bit KV cache: %w", cfg.kvBits, err)
+		}
+		emptied = a.cache.Offset() > 0
+		a.cache, a.opts = c, opts
 	}
-	if err := a.cache.SetSink(sink); err != nil {
-		return false, err
+	// Pins are set per request once the sink and cap are in place.
+	if err := a.cache.SetPins(nil); err != nil {
+		return emptied, err
 	}
-	return false, nil
+	if err := a.cache.SetMaxKV(cfg.maxKV); err != nil {
+		return emptied, err
+	}
+	if err := a.cache.SetSink(cfg.sink); err != nil {
+		return emptied, err
+	}
+	return emptied, nil
+}
+
+func (a *modelLM) setPins(pins []Span) error {
+	ts := make([]tensor.Span, len(pins))
+	for i, p := range pins {
+		ts[i] = tensor.Span{Start: p.Start, Len: p.Len()}
+	}
+	return a.cache.SetPins(ts)
+}
+
+func (a *modelLM) canRewind(n int) bool { return a.cache.CanRewind(n) }
+
+func (a *modelLM) anchor() error { return a.cache.Anchor() }
+
+func (a *modelLM) clearAnchor() { a.cache.ClearAnchor() }
+
+func (a *modelLM) anchorAt() int { return a.cache.Stats().Anchor }
+
+func (a *modelLM) kvBits() int {
+	if a.opts.Quantized8 {
+		return 8
+	}
+	return 16
+}
+
+func (a *modelLM) footprint(kvBits, maxKV int) (perToken, total int64) {
+	opts := a.opts
+	opts.Quantized8 = kvBits == 8
+	specs := a.model.Config().Layers
+	return kvcache.GlobalTokenBytes(specs, opts.Quantized8), kvcache.Footprint(specs, opts, maxKV)
 }
 
 func (a *modelLM) reset() error {
@@ -78,5 +124,10 @@ func (a *modelLM) forward(ids []int32) ([]float32, trimInfo, error) {
 
 func (a *modelLM) state() (CacheState, int64) {
 	st := a.cache.Stats()
-	return CacheState{Live: st.Live, Max: st.MaxKV, Seen: st.Offset, Trimmed: st.Trimmed, Window: st.Window}, st.Bytes
+	spans := make([]Span, len(st.Spans))
+	for i, r := range st.Spans {
+		spans[i] = Span{r.Start, r.Start + r.Len}
+	}
+	return CacheState{Live: st.Live, Max: st.MaxKV, Seen: st.Offset, Trimmed: st.Trimmed, Window: st.Window,
+		Sink: st.Sink, Pinned: st.Pinned, Spans: spans, KVBytes: st.Bytes, KVBits: a.kvBits()}, st.Bytes
 }

@@ -10,22 +10,46 @@ type trimInfo struct {
 	Kind                           string
 }
 
+// promptTools renders, tokenizes and lays out prompts. Its parts are
+// immutable and safe for concurrent use, so FitCheck uses them off the
+// engine goroutine.
+type promptTools struct {
+	tok  Tokenizer
+	tmpl Template
+}
+
+// cacheConfig is what configure sets on the cache.
+type cacheConfig struct {
+	maxKV, sink int
+	kvBits      int // 16 or 8
+}
+
 // lm is the model-plus-cache the worker drives. modelLM (model.go) adapts a
 // models.Model and its kvcache.Cache to it.
 type lm interface {
 	// vocabSize is the number of logits per token.
 	vocabSize() int
-	// configure sets MaxKV and the sink length for the next chunks. A
-	// lower MaxKV trims at the next begin. It reports whether it had to
-	// empty the cache (a changed sink needs a new cache).
-	configure(maxKV, sink int) (emptied bool, err error)
+	// configure sets MaxKV, the sink length and the storage precision for
+	// the next chunks, and unpins everything. A lower MaxKV trims at the
+	// next begin. It reports whether it had to empty the cache (another
+	// storage precision needs a new cache).
+	configure(cfg cacheConfig) (emptied bool, err error)
+	// setPins pins absolute positions (never trimmed beside the sink).
+	setPins(pins []Span) error
 	// reset empties the cache (offset back to 0).
 	reset() error
-	// maxRewind is the most tokens rewind can drop now.
+	// maxRewind is the most tokens rewind can drop now; canRewind says
+	// whether rewind(n) works (n <= maxRewind, or back to the anchor).
 	maxRewind() int
+	canRewind(n int) bool
 	// rewind drops the last n tokens appended, so the next forward runs
 	// at the cache's offset minus n (kvcache.Cache.Rewind).
 	rewind(n int) error
+	// anchor marks the current offset as one rewind can always return
+	// to; anchorAt is it (-1: none); clearAnchor drops it.
+	anchor() error
+	anchorAt() int
+	clearAnchor()
 	// maxChunk is the longest chunk begin accepts under MaxKV next to the
 	// sink (math.MaxInt when unlimited).
 	maxChunk() int
@@ -37,15 +61,19 @@ type lm interface {
 	forward(ids []int32) ([]float32, trimInfo, error)
 	// state is the live-window meter and the cache's bytes.
 	state() (CacheState, int64)
+	// kvBits is the storage precision of the cache now (16 or 8).
+	kvBits() int
+	// footprint is the KV bytes per token of cap, and of a cache full at
+	// cap maxKV, with kvBits storage.
+	footprint(kvBits, maxKV int) (perToken, total int64)
 }
 
 // worker is the engine goroutine's private state: the model, its cache and
 // the token ids whose keys and values the cache holds.
 type worker struct {
+	promptTools
 	lm       lm
-	tok      Tokenizer
 	special  SpecialTokens // tok when it implements SpecialTokens, else nil
-	tmpl     Template
 	stops    map[int32]bool
 	info     ModelInfo
 	settings Settings // current settings (normalized)
@@ -61,6 +89,18 @@ type worker struct {
 	// Resending that same prompt (a regenerate) redoes that chunk, so the
 	// next-token logits come from the very same computation.
 	lastPromptLen, lastChunkStart int
+	// restartWhy, when set, is why the cache was emptied outside a
+	// Generate (RestartKVBits); the next Generate reports it.
+	restartWhy string
+}
+
+// cacheConfig is the cache configuration of settings s with sink tokens.
+func (s Settings) cacheConfig(sink int) cacheConfig {
+	bits := s.KVBits
+	if bits == 0 {
+		bits = 16
+	}
+	return cacheConfig{maxKV: s.MaxKV, sink: sink, kvBits: bits}
 }
 
 func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelInfo, opts Options) (*worker, error) {
@@ -71,12 +111,12 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	w := &worker{lm: m, tok: tok, tmpl: tmpl, stops: map[int32]bool{}, info: info, settings: s}
+	w := &worker{promptTools: promptTools{tok: tok, tmpl: tmpl}, lm: m, stops: map[int32]bool{}, info: info, settings: s}
 	w.special, _ = tok.(SpecialTokens)
 	for _, id := range append(append([]int32(nil), stops...), opts.StopTokens...) {
 		w.stops[id] = true
 	}
-	if _, err := m.configure(s.MaxKV, s.SinkTokens); err != nil {
+	if _, err := m.configure(s.cacheConfig(s.SinkTokens)); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -102,11 +142,12 @@ func (w *worker) updateSettings(s Settings) error {
 		return err
 	}
 	s = s.Normalize()
-	if emptied, err := w.lm.configure(s.MaxKV, s.SinkTokens); err != nil {
+	if emptied, err := w.lm.configure(s.cacheConfig(s.SinkTokens)); err != nil {
 		w.resetAfterFault()
 		return err
 	} else if emptied {
 		w.cached = nil
+		w.restartWhy = RestartKVBits
 	}
 	w.settings = s
 	return nil
