@@ -8,6 +8,12 @@
 // magnitude matching, the tied (possibly quantized) lm_head and the final
 // logit softcap. Vision and audio towers in the checkpoint are ignored.
 //
+// It shares models/blocks with the other families (attention, MLP, norms,
+// RoPE tables, the chunk protocol RunChunk and NewCache); what is Gemma 3n's
+// own is the AltUp/LAuReL/per-layer-input wiring, and each decoder layer
+// runs as named steps: predict, input norm, laurel, attend, feedForward,
+// correct, perLayerInput (layer.forward in forward.go).
+//
 // Where mlx-lm and transformers disagree this package follows transformers
 // (the source of the golden tests) and says so: KV-shared layers rotate
 // their queries at the chunk's own positions (mlx-lm issue #1674 rotates

@@ -13,51 +13,14 @@ import (
 // commits the chunk, and returns F32 logits [len(ids), vocab], or [1, vocab]
 // for the last token only when lastOnly is set. On any error the chunk is
 // aborted and the cache is as before the call (except for a trim Begin
-// made). The returned tensor belongs to the caller.
-func (m *Model) Forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (logits *tensor.Tensor, err error) {
+// made); see blocks.RunChunk. The returned tensor belongs to the caller.
+func (m *Model) Forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (*tensor.Tensor, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cache == nil {
-		return nil, fmt.Errorf("gemma3n: forward without a cache")
-	}
-	if cache.NumLayers() != m.cfg.Layers {
-		return nil, fmt.Errorf("gemma3n: cache has %d layers, model %d; make it with NewCache", cache.NumLayers(), m.cfg.Layers)
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("gemma3n: forward of an empty chunk")
-	}
-	for i, id := range ids {
-		if id < 0 || int(id) >= m.cfg.Vocab {
-			return nil, fmt.Errorf("gemma3n: token %d at position %d is outside the vocabulary [0, %d)", id, i, m.cfg.Vocab)
-		}
-	}
-	if _, err := cache.Begin(len(ids)); err != nil {
-		return nil, fmt.Errorf("gemma3n: %w", err)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("gemma3n: internal error in the forward pass: %v", r)
-		}
-		if err != nil {
-			// Let recorded work (row copies into the cache among it)
-			// finish before the cache moves rows on the host again.
-			_ = m.be.Sync()
-			cache.Abort()
-			logits = nil
-			return
-		}
-		if cerr := cache.Commit(); cerr != nil {
-			logits, err = nil, fmt.Errorf("gemma3n: %w", cerr)
-		}
-	}()
-	m.scratch.Reset()
-	logits, err = m.forward(cache, ids, lastOnly)
-	if err == nil {
-		if serr := m.be.Sync(); serr != nil {
-			err = fmt.Errorf("gemma3n: %w", serr)
-		}
-	}
-	return logits, err
+	return blocks.RunChunk(m.be, cache, "gemma3n", m.cfg.Layers, m.cfg.Vocab, ids, func() (*tensor.Tensor, error) {
+		m.scratch.Reset()
+		return m.forward(cache, ids, lastOnly)
+	})
 }
 
 // forward is the body of Forward inside an open chunk.
@@ -138,8 +101,8 @@ func (m *Model) perLayerInputs(ids []int32, h0 *tensor.Tensor) (*tensor.Tensor, 
 		return nil, err
 	}
 	rows := blocks.Reshape(proj, n*L, P)
-	if err := be.RMSNorm(rows, rows, m.pleProjNorm, m.eps); err != nil {
-		return nil, fmt.Errorf("gemma3n per_layer_projection_norm: %w", err)
+	if err := m.pleProjNorm.Forward(be, rows, rows); err != nil {
+		return nil, fmt.Errorf("gemma3n: %w", err)
 	}
 	if err := be.Add(proj, proj, emb); err != nil {
 		return nil, err
@@ -192,8 +155,8 @@ func (m *Model) head(x *tensor.Tensor, lastOnly bool) (*tensor.Tensor, error) {
 	if err := be.Scale(sum, sum, m.c.streamAverage); err != nil {
 		return nil, err
 	}
-	if err := be.RMSNorm(sum, sum, m.finalNorm, m.eps); err != nil {
-		return nil, fmt.Errorf("gemma3n norm: %w", err)
+	if err := m.finalNorm.Forward(be, sum, sum); err != nil {
+		return nil, fmt.Errorf("gemma3n: %w", err)
 	}
 	logits := be.Alloc(n, c.Vocab)
 	if err := be.MatMul(logits, sum, m.embed); err != nil {
@@ -213,8 +176,8 @@ func (l *layer) modalities(m *Model, x *tensor.Tensor) (*tensor.Tensor, error) {
 	be, ar := m.be, m.perLay
 	n := x.Rows()
 	t := ar.Get(n, m.cfg.Hidden)
-	if err := be.RMSNorm(t, x, l.routerNorm, m.eps); err != nil {
-		return nil, fmt.Errorf("layer %d altup.router_norm: %w", l.idx, err)
+	if err := l.routerNorm.Forward(be, t, x); err != nil {
+		return nil, err
 	}
 	if err := be.Scale(t, t, m.c.routerScale); err != nil {
 		return nil, err
@@ -231,97 +194,141 @@ func (l *layer) modalities(m *Model, x *tensor.Tensor) (*tensor.Tensor, error) {
 
 // forward runs decoder layer l on the streams x [S, n, H] and writes the
 // corrected streams to out; ple is this layer's per-layer input [n, P].
+// Its steps, in order:
+//
+//	predict       AltUp: out = x + coef(router(x_active))·x
+//	normed        input_layernorm of the predicted active stream
+//	laurel        normed + post_laurel_norm(normed·Lᵀ·Rᵀ)
+//	attend        h = (pred + post_attention_layernorm(attn(normed)) + laurel) / √2
+//	feedForward   activated = h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))
+//	correct       AltUp: out += (coef(router(activated)) + 1)·(activated - pred)
+//	perLayerInput out[1:] += post_per_layer_input_norm(proj(gelu(gate(out_active·scale)) ⊙ ple))
 func (l *layer) forward(m *Model, cache *kvcache.Cache, out, x, ple *tensor.Tensor) error {
-	c, be, ar := m.cfg, m.be, m.perLay
-	S, H, n := c.AltUpInputs, c.Hidden, x.Shape[1]
-	act := c.AltUpActive
-
-	// AltUp predict: out[j] = x[j] + Σ_k coef[j,k]·x[k].
-	mod, err := l.modalities(m, blocks.Stream(x, act))
+	pred, err := l.predict(m, out, x)
 	if err != nil {
 		return err
+	}
+	normed := m.perLay.Get(pred.Rows(), m.cfg.Hidden)
+	if err := l.inputNorm.Forward(m.be, normed, pred); err != nil {
+		return err
+	}
+	laurel, err := l.laurel(m, normed)
+	if err != nil {
+		return err
+	}
+	h, err := l.attend(m, cache, normed, pred, laurel)
+	if err != nil {
+		return err
+	}
+	activated, err := l.feedForward(m, h)
+	if err != nil {
+		return err
+	}
+	if err := l.correct(m, out, pred, activated); err != nil {
+		return err
+	}
+	return l.perLayerInput(m, out, ple)
+}
+
+// predict writes AltUp's predicted streams into out (out[j] = x[j] +
+// Σ_k coef[j,k]·x[k]) and returns the predicted active stream.
+func (l *layer) predict(m *Model, out, x *tensor.Tensor) (*tensor.Tensor, error) {
+	be, ar, S, n := m.be, m.perLay, m.cfg.AltUpInputs, x.Shape[1]
+	mod, err := l.modalities(m, blocks.Stream(x, m.cfg.AltUpActive))
+	if err != nil {
+		return nil, err
 	}
 	coef := ar.Get(n, S*S)
 	if err := be.MatMul(coef, mod, l.predCoefs); err != nil {
-		return fmt.Errorf("layer %d altup.prediction_coefs: %w", l.idx, err)
+		return nil, fmt.Errorf("layer %d altup.prediction_coefs: %w", l.idx, err)
 	}
 	if err := be.Add(coef, coef, m.identity); err != nil {
-		return err
+		return nil, err
 	}
 	if err := m.ops.MixStreams(out, x, coef); err != nil {
-		return fmt.Errorf("layer %d altup predict: %w", l.idx, err)
+		return nil, fmt.Errorf("layer %d altup predict: %w", l.idx, err)
 	}
-	pred := blocks.Stream(out, act)
+	return blocks.Stream(out, m.cfg.AltUpActive), nil
+}
 
-	normed := ar.Get(n, H)
-	if err := be.RMSNorm(normed, pred, l.inputNorm, m.eps); err != nil {
-		return fmt.Errorf("layer %d input_layernorm: %w", l.idx, err)
-	}
-
-	// LAuReL: normed + rmsnorm(normed·Lᵀ·Rᵀ).
-	lr := ar.Get(n, c.LaurelRank)
+// laurel is LAuReL's low-rank branch: normed + rmsnorm(normed·Lᵀ·Rᵀ).
+func (l *layer) laurel(m *Model, normed *tensor.Tensor) (*tensor.Tensor, error) {
+	be, ar, n := m.be, m.perLay, normed.Rows()
+	lr := ar.Get(n, m.cfg.LaurelRank)
 	if err := be.MatMul(lr, normed, l.laurelL); err != nil {
-		return fmt.Errorf("layer %d laurel.linear_left: %w", l.idx, err)
+		return nil, fmt.Errorf("layer %d laurel.linear_left: %w", l.idx, err)
 	}
-	laurel := ar.Get(n, H)
-	if err := be.MatMul(laurel, lr, l.laurelR); err != nil {
-		return fmt.Errorf("layer %d laurel.linear_right: %w", l.idx, err)
+	out := ar.Get(n, m.cfg.Hidden)
+	if err := be.MatMul(out, lr, l.laurelR); err != nil {
+		return nil, fmt.Errorf("layer %d laurel.linear_right: %w", l.idx, err)
 	}
-	if err := be.RMSNorm(laurel, laurel, l.laurelNorm, m.eps); err != nil {
-		return fmt.Errorf("layer %d laurel.post_laurel_norm: %w", l.idx, err)
+	if err := l.laurelNorm.Forward(be, out, out); err != nil {
+		return nil, err
 	}
-	if err := be.Add(laurel, laurel, normed); err != nil {
-		return err
+	if err := be.Add(out, out, normed); err != nil {
+		return nil, err
 	}
+	return out, nil
+}
 
-	// Attention, then (pred + attn + laurel)/sqrt(2).
-	h := ar.Get(n, H)
-	if err := l.attn.Forward(be, ar, cache, h, normed); err != nil {
-		return err
+// attend runs attention on normed and merges it with the prediction and
+// LAuReL: (pred + post_attention_layernorm(attn) + laurel) / √2.
+func (l *layer) attend(m *Model, cache *kvcache.Cache, normed, pred, laurel *tensor.Tensor) (*tensor.Tensor, error) {
+	be := m.be
+	h := m.perLay.Get(normed.Rows(), m.cfg.Hidden)
+	if err := l.attn.Forward(be, m.perLay, cache, h, normed); err != nil {
+		return nil, err
 	}
-	if err := be.RMSNorm(h, h, l.postAttn, m.eps); err != nil {
-		return fmt.Errorf("layer %d post_attention_layernorm: %w", l.idx, err)
+	if err := l.postAttn.Forward(be, h, h); err != nil {
+		return nil, err
 	}
 	if err := be.Add(h, h, pred); err != nil {
-		return err
+		return nil, err
 	}
 	if err := be.Add(h, h, laurel); err != nil {
-		return err
+		return nil, err
 	}
 	if err := be.Scale(h, h, m.c.invSqrt2); err != nil {
-		return err
+		return nil, err
 	}
+	return h, nil
+}
 
-	// MLP with its pre and post norms, residual.
+// feedForward is the MLP with its pre and post norms and the residual.
+func (l *layer) feedForward(m *Model, h *tensor.Tensor) (*tensor.Tensor, error) {
+	be, ar, n, H := m.be, m.perLay, h.Rows(), m.cfg.Hidden
 	ffIn := ar.Get(n, H)
-	if err := be.RMSNorm(ffIn, h, l.preFF, m.eps); err != nil {
-		return fmt.Errorf("layer %d pre_feedforward_layernorm: %w", l.idx, err)
+	if err := l.preFF.Forward(be, ffIn, h); err != nil {
+		return nil, err
 	}
 	ff := ar.Get(n, H)
 	if err := l.mlp.Forward(be, ar, ff, ffIn); err != nil {
-		return err
+		return nil, err
 	}
-	if err := be.RMSNorm(ff, ff, l.postFF, m.eps); err != nil {
-		return fmt.Errorf("layer %d post_feedforward_layernorm: %w", l.idx, err)
+	if err := l.postFF.Forward(be, ff, ff); err != nil {
+		return nil, err
 	}
-	activated := ff
-	if err := be.Add(activated, activated, h); err != nil {
-		return err
+	if err := be.Add(ff, ff, h); err != nil {
+		return nil, err
 	}
+	return ff, nil
+}
 
-	// AltUp correct: out[j] += (coef[j]+1)·(activated - pred).
-	mod, err = l.modalities(m, activated)
+// correct is AltUp's correction: out[j] += (coef[j]+1)·(activated - pred).
+func (l *layer) correct(m *Model, out, pred, activated *tensor.Tensor) error {
+	be, ar, n := m.be, m.perLay, activated.Rows()
+	mod, err := l.modalities(m, activated)
 	if err != nil {
 		return err
 	}
-	cc := ar.Get(n, S)
+	cc := ar.Get(n, m.cfg.AltUpInputs)
 	if err := be.MatMul(cc, mod, l.corrCoefs); err != nil {
 		return fmt.Errorf("layer %d altup.correction_coefs: %w", l.idx, err)
 	}
 	if err := be.Add(cc, cc, m.ones); err != nil {
 		return err
 	}
-	innov := ar.Get(n, H)
+	innov := ar.Get(n, m.cfg.Hidden)
 	if err := be.Scale(innov, pred, -1); err != nil {
 		return err
 	}
@@ -331,12 +338,18 @@ func (l *layer) forward(m *Model, cache *kvcache.Cache, out, x, ple *tensor.Tens
 	if err := m.ops.AddScaledStreams(out, out, innov, cc); err != nil {
 		return fmt.Errorf("layer %d altup correct: %w", l.idx, err)
 	}
+	return nil
+}
 
-	// Per-layer input: gate the scaled active stream, project, add to the
-	// other streams.
-	first := blocks.Stream(out, act)
+// perLayerInput gates the (scaled) active stream with this layer's
+// per-layer input, projects it back to the hidden size and adds it to the
+// other streams.
+func (l *layer) perLayerInput(m *Model, out, ple *tensor.Tensor) error {
+	be, ar, c := m.be, m.perLay, m.cfg
+	first := blocks.Stream(out, c.AltUpActive)
+	n := first.Rows()
 	if l.outScale != nil {
-		scaled := ar.Get(n, H)
+		scaled := ar.Get(n, c.Hidden)
 		if err := be.Mul(scaled, first, l.outScale); err != nil {
 			return err
 		}
@@ -352,14 +365,14 @@ func (l *layer) forward(m *Model, cache *kvcache.Cache, out, x, ple *tensor.Tens
 	if err := be.Mul(g, g, ple); err != nil {
 		return err
 	}
-	p := ar.Get(n, H)
+	p := ar.Get(n, c.Hidden)
 	if err := be.MatMul(p, g, l.pleProj); err != nil {
 		return fmt.Errorf("layer %d per_layer_projection: %w", l.idx, err)
 	}
-	if err := be.RMSNorm(p, p, l.pleNorm, m.eps); err != nil {
-		return fmt.Errorf("layer %d post_per_layer_input_norm: %w", l.idx, err)
+	if err := l.pleNorm.Forward(be, p, p); err != nil {
+		return err
 	}
-	for j := 1; j < S; j++ {
+	for j := 1; j < c.AltUpInputs; j++ {
 		sj := blocks.Stream(out, j)
 		if err := be.Add(sj, sj, p); err != nil {
 			return err

@@ -39,21 +39,21 @@ type layer struct {
 	idx        int
 	attn       blocks.Attention
 	mlp        blocks.MLP
-	inputNorm  *tensor.Tensor
-	postAttn   *tensor.Tensor
-	preFF      *tensor.Tensor
-	postFF     *tensor.Tensor
-	routerNorm *tensor.Tensor
+	inputNorm  *blocks.Norm
+	postAttn   *blocks.Norm
+	preFF      *blocks.Norm
+	postFF     *blocks.Norm
+	routerNorm *blocks.Norm
 	router     *tensor.Matrix // modality_router [streams, hidden]
 	predCoefs  *tensor.Matrix // prediction_coefs, clipped, F32 [S*S, S]
 	corrCoefs  *tensor.Matrix // correction_coefs, clipped, F32 [S, S]
 	outScale   *tensor.Tensor // correct_output_scale, F32 [1, hidden]; nil when unused
 	laurelL    *tensor.Matrix
 	laurelR    *tensor.Matrix
-	laurelNorm *tensor.Tensor
+	laurelNorm *blocks.Norm
 	pleGate    *tensor.Matrix // per_layer_input_gate [P, hidden]
 	pleProj    *tensor.Matrix // per_layer_projection [hidden, P]
-	pleNorm    *tensor.Tensor // post_per_layer_input_norm
+	pleNorm    *blocks.Norm   // post_per_layer_input_norm
 }
 
 // Model is a loaded Gemma 3n text model. Forward calls are serialized; a
@@ -70,10 +70,10 @@ type Model struct {
 	embed       *tensor.Matrix // embed_tokens [vocab, hidden], also the tied lm_head
 	pleEmbed    *tensor.Matrix // embed_tokens_per_layer [vocabPerLayer, layers*P]
 	pleModel    *tensor.Matrix // per_layer_model_projection [layers*P, hidden]
-	pleProjNorm *tensor.Tensor // per_layer_projection_norm [P]
+	pleProjNorm *blocks.Norm   // per_layer_projection_norm [P]
 	altupProj   []*tensor.Matrix
 	altupUnemb  []*tensor.Matrix
-	finalNorm   *tensor.Tensor
+	finalNorm   *blocks.Norm
 	ropeGlobal  *tensor.Rotary // full-attention layers (rope_theta)
 	ropeLocal   *tensor.Rotary // sliding layers (rope_local_base_freq)
 	layers      []layer
@@ -199,10 +199,10 @@ func (m *Model) loadGlobals(w *blocks.Weights) error {
 	if m.pleModel, err = w.Matrix("per_layer_model_projection", L*P, H); err != nil {
 		return err
 	}
-	if m.pleProjNorm, err = w.Norm("per_layer_projection_norm.weight", P); err != nil {
+	if m.pleProjNorm, err = w.RMSNorm("per_layer_projection_norm", P, m.eps, false); err != nil {
 		return err
 	}
-	if m.finalNorm, err = w.Norm("norm.weight", H); err != nil {
+	if m.finalNorm, err = w.RMSNorm("norm", H, m.eps, false); err != nil {
 		return err
 	}
 	for i := 1; i < S; i++ {
@@ -235,16 +235,21 @@ func (m *Model) loadLayer(w *blocks.Weights, i int, shared bool) error {
 	S, H, P, D := c.AltUpInputs, c.Hidden, c.PerLayerHidden, c.HeadDim
 	l := &m.layers[i]
 	l.idx = i
-	lw := &blocks.Weights{CK: w.CK, Prefix: fmt.Sprintf("%slayers.%d.", w.Prefix, i)}
+	lw := w.Layer(i)
 	var err error
 	mat := func(dst **tensor.Matrix, path string, out, in int) {
 		if err == nil {
 			*dst, err = lw.Matrix(path, out, in)
 		}
 	}
-	norm := func(dst **tensor.Tensor, path string, n int) {
+	vec := func(dst **tensor.Tensor, path string, n int) {
 		if err == nil {
 			*dst, err = lw.Norm(path+".weight", n)
+		}
+	}
+	norm := func(dst **blocks.Norm, path string, n int) {
+		if err == nil {
+			*dst, err = lw.RMSNorm(path, n, m.eps, false)
 		}
 	}
 	a := &l.attn
@@ -258,11 +263,11 @@ func (m *Model) loadLayer(w *blocks.Weights, i int, shared bool) error {
 	}
 	mat(&a.Q, "self_attn.q_proj", c.Heads*D, H)
 	mat(&a.O, "self_attn.o_proj", H, c.Heads*D)
-	norm(&a.QNorm, "self_attn.q_norm", D)
+	vec(&a.QNorm, "self_attn.q_norm", D)
 	if !shared { // shared layers' k/v projections, when present, are unused
 		mat(&a.K, "self_attn.k_proj", c.KVHeads*D, H)
 		mat(&a.V, "self_attn.v_proj", c.KVHeads*D, H)
-		norm(&a.KNorm, "self_attn.k_norm", D)
+		vec(&a.KNorm, "self_attn.k_norm", D)
 	}
 	l.mlp = blocks.MLP{Layer: i, Sparse: c.Sparsity[i] > 0, SparsityStd: m.c.sparsityStd[i]}
 	mat(&l.mlp.Gate, "mlp.gate_proj", c.Intermediate[i], H)
@@ -343,7 +348,7 @@ func (m *Model) buildInfo(ck *checkpoint.Checkpoint) error {
 // of each embedding table.
 func (m *Model) countWeightBytes() int64 {
 	n := int64(m.embed.Bytes()+m.pleModel.Bytes()) + blocks.RowBytes(m.embed) + blocks.RowBytes(m.pleEmbed)
-	n += int64(len(m.pleProjNorm.Data) + len(m.finalNorm.Data))
+	n += m.pleProjNorm.Bytes() + m.finalNorm.Bytes()
 	for i := range m.altupProj {
 		n += int64(m.altupProj[i].Bytes() + m.altupUnemb[i].Bytes())
 	}
@@ -353,10 +358,11 @@ func (m *Model) countWeightBytes() int64 {
 		for _, mt := range []*tensor.Matrix{l.router, l.predCoefs, l.corrCoefs, l.laurelL, l.laurelR, l.pleGate, l.pleProj} {
 			n += int64(mt.Bytes())
 		}
-		for _, t := range []*tensor.Tensor{l.inputNorm, l.postAttn, l.preFF, l.postFF, l.routerNorm, l.laurelNorm, l.pleNorm, l.outScale} {
-			if t != nil {
-				n += int64(len(t.Data))
-			}
+		for _, nm := range []*blocks.Norm{l.inputNorm, l.postAttn, l.preFF, l.postFF, l.routerNorm, l.laurelNorm, l.pleNorm} {
+			n += nm.Bytes()
+		}
+		if l.outScale != nil {
+			n += int64(len(l.outScale.Data))
 		}
 	}
 	return n
@@ -377,14 +383,7 @@ func (m *Model) WeightBytes() int64 { return m.weightBytes }
 // copies there (Copy), so keys and values stay on the GPU and a forward
 // pass needs one Sync, at its end.
 func (m *Model) NewCache(opts kvcache.Options) (*kvcache.Cache, error) {
-	if !m.be.Synchronous() && opts.Alloc == nil && opts.Copy == nil {
-		opts.Alloc, opts.Copy = m.be.Alloc, m.be.Copy
-	}
-	c, err := kvcache.New(m.info.Layers, opts)
-	if err != nil {
-		return nil, fmt.Errorf("gemma3n: %w", err)
-	}
-	return c, nil
+	return blocks.NewCache(m.be, m.info.Layers, opts, "gemma3n")
 }
 
 // Close releases the scratch buffers and unmaps the checkpoint. The model
