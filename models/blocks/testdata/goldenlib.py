@@ -603,13 +603,17 @@ def make(spec, outdir, versions):
     probe = torch.randint(3, V, (Tmax,), generator=torch.Generator().manual_seed(1))
     _, seen = logits_of(model, probe, record=True)
     if spec.get("rope_override") == "olmo3":
+        # The same config with the default table at the same base on every
+        # layer type, in transformers 5's per-type spelling: 5.17 ignores a
+        # bare rope_theta for olmo3 (it falls back to its 500000 default).
         plain = copy.deepcopy(hf_dict)
         plain.pop("rope_scaling", None)
         rp = plain.get("rope_parameters") or {}
         if "full_attention" in rp:
             rp = rp["full_attention"]
-        theta = rp.get("rope_theta", plain.get("rope_theta", 500000.0))
-        plain.pop("rope_parameters", None)
+        theta = float(rp.get("rope_theta", plain.get("rope_theta", 500000.0)))
+        default = {"rope_type": "default", "rope_theta": theta}
+        plain["rope_parameters"] = {"full_attention": dict(default), "sliding_attention": dict(default)}
         plain["rope_theta"] = theta
         cfg_plain = load_hf_config(plain, text_key)
         rot = type(model.model.rotary_emb)(config=cfg_plain)
@@ -619,6 +623,13 @@ def make(spec, outdir, versions):
             dcos, dsin = rot(x, pos)
         except TypeError:
             dcos, dsin = rot(x, pos, "sliding_attention")
+        # sanity check of the table transformers built (not the reference):
+        # its angles at position 1 must be theta^(-2i/d)
+        d_rot = dcos.shape[-1]
+        want = torch.tensor([theta ** (-2.0 * i / d_rot) for i in range(d_rot // 2)], dtype=torch.float64)
+        got = torch.atan2(dsin[0, 1, : d_rot // 2].double(), dcos[0, 1, : d_rot // 2].double())
+        if not torch.allclose(got, want, rtol=1e-5, atol=1e-7):
+            raise SystemExit(f"{name}: default rotary table at base {theta} came out as {got.tolist()}")
         own_sl = [i for i, t in enumerate(types) if t == "sliding_attention"]
         own_fu = [i for i, t in enumerate(types) if t == "full_attention"]
         c_sl = seen[own_sl[0]][0]
