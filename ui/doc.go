@@ -116,8 +116,10 @@
 // unanswered last message goes back into the editor.
 //
 // A conversation's file is named from its start time when it is first
-// written and created exclusively then (O_EXCL; "-2", "-3"... when taken),
-// so chats started in the same second never share one. A state dir that
+// written and created exclusively then (a hard link of the written temp
+// file, which never replaces a file; "-2", "-3"... when taken), so chats
+// started in the same second never share one, and a kill never leaves an
+// empty or partial file. A state dir that
 // cannot be used (a regular file, read-only, full) is reported once on the
 // notice line and replaced by a folder under the system's temporary
 // directory (or memory only, if that fails too); a save that fails later

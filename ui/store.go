@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,8 +204,8 @@ func resolveConversationPath(dir, name string) string {
 // included). It is safe for concurrent use.
 //
 // A new conversation's file is named from its start time when it is first
-// written, and created exclusively then (O_EXCL), so two chats started in
-// the same second never share a file. When a write fails (a full disk, a
+// written, and created exclusively then (createConversationFile), so two
+// chats started in the same second never share a file. When a write fails (a full disk, a
 // folder made read-only), the conversation moves once to a new folder under
 // the system's temporary directory and the error says where it went.
 type autosaver struct {
@@ -303,16 +305,17 @@ func (a *autosaver) flushLocked() error {
 
 // writeLocked names the file if needed and writes the snapshot.
 func (a *autosaver) writeLocked() error {
+	save := a.save
+	if save == nil {
+		save = saveConversation
+	}
 	if a.path == "" {
-		p, err := reserveConversationPath(a.dir, a.stamp)
+		p, err := createConversationFile(a.dir, a.stamp, a.snap, save)
 		if err != nil {
 			return err
 		}
 		a.path = p
-	}
-	save := a.save
-	if save == nil {
-		save = saveConversation
+		return nil
 	}
 	return save(a.path, a.snap)
 }
@@ -334,29 +337,57 @@ func (e *movedError) Unwrap() error { return e.cause }
 // maxNameTries bounds the search for a free conversation file name.
 const maxNameTries = 1000
 
-// reserveConversationPath creates a new, empty conversation file in dir
-// named from t ("2006-01-02T15-04-05.json", then "-2", "-3"... when taken)
-// exclusively, so no other process can pick the same name, and returns
-// its path. The caller writes it at once (atomic rename over it).
-func reserveConversationPath(dir string, t time.Time) (string, error) {
+// createConversationFile writes c as a new conversation file in dir named
+// from t ("2006-01-02T15-04-05.json", then "-2", "-3"... when taken) and
+// returns its path. The name is taken atomically and exclusively: c is
+// written to a temporary file first, which is then hard-linked to the
+// first free name (a link never replaces an existing file), so no other
+// process can pick the same name and no kill leaves an empty or partial
+// file under it. Where hard links are not supported, the name is reserved
+// with O_EXCL and the temporary file renamed over it.
+func createConversationFile(dir string, t time.Time, c conversationFile, save func(string, conversationFile) error) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
 	base := t.Format("2006-01-02T15-04-05")
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, fmt.Sprintf("%s%d", tempPrefix(base+".json"), binary.BigEndian.Uint32(rnd[:])))
+	if err := save(tmp, c); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	defer os.Remove(tmp)
+	linkOK := true
 	for i := 1; i <= maxNameTries; i++ {
 		name := base + ".json"
 		if i > 1 {
 			name = fmt.Sprintf("%s-%d.json", base, i)
 		}
 		p := filepath.Join(dir, name)
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			f.Close()
-			return p, nil
+		if linkOK {
+			err := os.Link(tmp, p)
+			if err == nil {
+				return p, nil
+			}
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			linkOK = false // no hard links here: reserve, then rename
 		}
-		if !errors.Is(err, fs.ErrExist) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
 			return "", fmt.Errorf("creating a conversation file in %s: %w", dir, err)
 		}
+		f.Close()
+		if err := os.Rename(tmp, p); err != nil {
+			os.Remove(p)
+			return "", fmt.Errorf("writing %s: %w", p, err)
+		}
+		return p, nil
 	}
 	return "", fmt.Errorf("creating a conversation file in %s: %d names starting %s are taken", dir, maxNameTries, base)
 }

@@ -138,24 +138,31 @@ func TestResolveConversationPath(t *testing.T) {
 	}
 }
 
-func TestReserveConversationPath(t *testing.T) {
+func TestCreateConversationFile(t *testing.T) {
 	dir := t.TempDir()
-	a, err := reserveConversationPath(dir, t0)
+	c := conversationFile{Messages: []savedMessage{{Role: "user", Content: "hi"}}}
+	a, err := createConversationFile(dir, t0, c, saveConversation)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := reserveConversationPath(dir, t0)
+	b, err := createConversationFile(dir, t0, c, saveConversation)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Base(a) != "2025-03-01T12-00-00.json" || filepath.Base(b) != "2025-03-01T12-00-00-2.json" {
 		t.Errorf("paths %s, %s", a, b)
 	}
+	if got := readConv(t, b); len(got.Messages) != 1 {
+		t.Errorf("new file holds %+v", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
 	// A state dir that is a regular file fails at once (it used to loop).
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, []byte("x"), 0o600)
-	if _, err := reserveConversationPath(filepath.Join(file, "conversations"), t0); err == nil || !strings.Contains(err.Error(), "not a directory") {
-		t.Errorf("reserve under a file: %v", err)
+	if _, err := createConversationFile(filepath.Join(file, "conversations"), t0, c, saveConversation); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("create under a file: %v", err)
 	}
 }
 
