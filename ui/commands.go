@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // CommandName identifies a slash command.
@@ -88,8 +89,12 @@ func ParseCommand(line string) (Command, error) {
 		return Command{}, fmt.Errorf("not a command: %q does not start with /", t)
 	}
 	t = t[1:]
-	name, arg, _ := strings.Cut(t, " ")
-	arg = strings.TrimSpace(arg)
+	// The name ends at the first white space of any kind (the editor can
+	// hold tabs and newlines too).
+	name, arg := t, ""
+	if i := strings.IndexFunc(t, unicode.IsSpace); i >= 0 {
+		name, arg = t[:i], strings.TrimSpace(t[i:])
+	}
 	name = strings.ToLower(name)
 	if name == "" {
 		return Command{}, fmt.Errorf("/: expected a command name (try /help)")
@@ -249,7 +254,7 @@ func Complete(line string, themeNames []string) (string, []string) {
 		}
 	}
 	sort.Strings(cands)
-	head := "/" + name + " "
+	head := line[:len(line)-len(arg)] // what was typed before the argument
 	switch len(cands) {
 	case 0:
 		return line, nil

@@ -6,10 +6,15 @@
 // It may import engine, themes, the charm libraries (with their termenv,
 // go-runewidth and cancelreader) and github.com/adrg/xdg for its file
 // locations; not models,
-// kvcache, tensor or metal. (Its tmux test builds the main package and
-// models/cmd/mkmodel and runs them as programs; its end-to-end tests run
-// the real engine on engine/enginetest's tiny model with tensor/cpu. Only
-// tests import those.)
+// kvcache, tensor or metal. (Its tmux tests, TestTmux and TestHostile,
+// build the main package and models/cmd/mkmodel and run them as programs,
+// TestHostile against signals, unusable state dirs (a file; read-only and
+// full through unshare -rm tmpfs mounts when run as root), kill -9 during
+// saves, two chats at once, a 10 MB paste, invalid UTF-8, a 1x1 terminal,
+// /kv spam and /load of a device or FIFO; its end-to-end tests run the real
+// engine on engine/enginetest's tiny model with tensor/cpu. Only tests
+// import those. Fuzz targets: FuzzParseConversation, FuzzParseCommand,
+// with seeds in testdata/fuzz.)
 //
 // # Contract with main
 //
@@ -69,7 +74,8 @@
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
 // shown in the editor as one block "[pasted: 2,631 tokens, 11 KB]" (the count
 // is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E
-// expands the blocks into editable text. From 256 KB on the tokens are
+// expands the blocks into editable text. A paste the editor cannot hold
+// exactly (tabs, control characters) is collapsed however short. From 256 KB on the tokens are
 // counted off the UI goroutine: the block reads "[pasted: 10.0 MB,
 // counting tokens…]" and the notice line shows the progress until the
 // count replaces it (Enter sends meanwhile).
@@ -77,8 +83,8 @@
 // Run reads the terminal itself (raw mode, restored on exit) and passes
 // bubbletea the input through pasteInput, which cuts each bracketed paste
 // out whole in linear time (bubbletea's own reader is quadratic in the
-// paste: 10 MB took ~80 s) and makes invalid UTF-8 visible as U+FFFD
-// instead of dropping it.
+// paste: 10 MB took ~80 s) and writes each byte that is not UTF-8 as the
+// text "\xNN" instead of dropping it.
 //
 // # Commands
 //

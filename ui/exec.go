@@ -263,7 +263,7 @@ func (m *model) applyLoad(msg loadedMsg) {
 			if sm.Display != "" {
 				t.display = sm.Display
 			}
-		case sm.Role == engine.RoleAssistant && sm.Note == noteOrphan:
+		case sm.orphan:
 			t.kind = turnInfo
 			t.content = "(an answer from the file without a question before it; not sent to the model)\n" + sm.Content
 		default:
@@ -321,16 +321,12 @@ func (m *model) applyLoad(msg loadedMsg) {
 	m.vp.GotoBottom()
 }
 
-// noteOrphan marks, inside repairConversation, an answer that has no
-// question before it.
-const noteOrphan = "\x00orphan"
-
 // repairConversation makes a loaded conversation one the model accepts:
 // roles alternate user, assistant, user... (chat templates such as
 // Gemma's refuse anything else). What a crash or an older version left
 // is mended, never dropped: consecutive messages of one role are merged
 // into one (texts joined by a blank line), an answer with no question
-// before it is kept for display only (Note noteOrphan), and a last user
+// before it is kept for display only (orphan), and a last user
 // message that has no answer is taken out and returned, for the editor.
 // repairs says, in words, what was changed (nil when nothing was).
 func repairConversation(c conversationFile) (fixed conversationFile, repairs []string, unanswered *savedMessage) {
@@ -341,7 +337,7 @@ func repairConversation(c conversationFile) (fixed conversationFile, repairs []s
 	for _, sm := range c.Messages {
 		n := len(fixed.Messages)
 		switch {
-		case n > 0 && fixed.Messages[n-1].Role == sm.Role && fixed.Messages[n-1].Note != noteOrphan:
+		case n > 0 && fixed.Messages[n-1].Role == sm.Role && !fixed.Messages[n-1].orphan:
 			prev := &fixed.Messages[n-1]
 			pd, sd := prev.Display, sm.Display
 			if pd == "" {
@@ -359,8 +355,8 @@ func repairConversation(c conversationFile) (fixed conversationFile, repairs []s
 				prev.Note = sm.Note
 			}
 			merged[sm.Role]++
-		case sm.Role == engine.RoleAssistant && (n == 0 || fixed.Messages[n-1].Note == noteOrphan) && !hasUser(fixed.Messages):
-			sm.Note = noteOrphan
+		case sm.Role == engine.RoleAssistant && !hasUser(fixed.Messages):
+			sm.orphan = true
 			fixed.Messages = append(fixed.Messages, sm)
 			orphans++
 		default:

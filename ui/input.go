@@ -33,8 +33,8 @@ const maxPasteBytes = 128 << 20
 // stand-in for the text.
 //
 // It also makes input valid UTF-8: a byte that is not part of a UTF-8
-// sequence becomes U+FFFD (bubbletea would drop it silently), in pastes and
-// in typed input alike.
+// sequence becomes the text "\xNN" (bubbletea would drop it silently), in
+// pastes and in typed input alike.
 type pasteInput struct {
 	nonce string
 	mu    sync.Mutex
@@ -270,7 +270,9 @@ func heldBack(b []byte) int {
 }
 
 // appendValidUTF8 appends b with every byte that is not part of a valid
-// UTF-8 sequence replaced by U+FFFD. Escape sequences are ASCII and pass
+// UTF-8 sequence written as "\xNN" (its hex value, like Python's
+// backslashreplace: U+FFFD would be dropped by bubbletea and by the
+// editor, and would lose the byte). Escape sequences are ASCII and pass
 // unchanged; with keys set (terminal input, not paste text), so do the
 // three raw bytes after an X10 mouse report ("\x1b[M"), which are
 // coordinates, not text.
@@ -290,7 +292,7 @@ func appendValidUTF8(out, b []byte, keys bool) []byte {
 		}
 		r, w := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && w <= 1 {
-			out = append(out, "\uFFFD"...)
+			out = append(out, fmt.Sprintf(`\x%02x`, c)...)
 			i++
 			continue
 		}

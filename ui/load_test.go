@@ -111,7 +111,7 @@ func TestRepairConversation(t *testing.T) {
 			[]savedMessage{u("q"), {Role: "assistant", Content: "r1\n\nr2", Partial: true, Note: "stopped"}},
 			[]string{"merged 1 assistant message into the assistant message before it"}, ""},
 		{"answer first", []savedMessage{a("hello"), u("q"), a("r")},
-			[]savedMessage{{Role: "assistant", Content: "hello", Note: noteOrphan}, u("q"), a("r")},
+			[]savedMessage{{Role: "assistant", Content: "hello", orphan: true}, u("q"), a("r")},
 			[]string{"1 answer without a question kept for display only"}, ""},
 	}
 	for _, tc := range tests {
@@ -132,7 +132,7 @@ func TestRepairConversation(t *testing.T) {
 			}
 			// What is sent always alternates, starting with a question.
 			for i, sm := range fixed.Messages {
-				if sm.Note == noteOrphan {
+				if sm.orphan {
 					continue
 				}
 				if want := []string{"user", "assistant"}[(i-orphansBefore(fixed.Messages, i))%2]; sm.Role != want {
@@ -146,7 +146,7 @@ func TestRepairConversation(t *testing.T) {
 func orphansBefore(msgs []savedMessage, i int) int {
 	n := 0
 	for _, sm := range msgs[:i] {
-		if sm.Note == noteOrphan {
+		if sm.orphan {
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -573,6 +574,9 @@ func (m *model) endGeneration(text string, reason engine.DoneReason, err error) 
 		t.partial = true
 		t.note = "failed"
 		m.setError(fmt.Errorf("answer failed: %w", err))
+	case reason == engine.DoneCancelled && m.quitting:
+		t.partial = true
+		t.note = noteInterrupted // the chat is ending, the user did not stop it
 	case reason == engine.DoneCancelled:
 		t.partial = true
 		t.note = "stopped"
@@ -699,7 +703,7 @@ func (m *model) maxInput() int {
 func (m *model) handlePaste(s string) tea.Cmd {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	if isLongPaste(s, m.cfg.PasteMinChars, m.cfg.PasteMinLines) {
+	if isLongPaste(s, m.cfg.PasteMinChars, m.cfg.PasteMinLines) || !editorSafe(s) {
 		if m.count == nil || len(s) < asyncCountBytes {
 			label := m.pastes.add(s, m.count)
 			m.ta.InsertString(label)
@@ -835,6 +839,18 @@ func (m *model) replaceInEditor(old, s string) {
 		m.ta.CursorUp()
 	}
 	m.ta.SetCursor(col)
+}
+
+// editorSafe reports whether the editor keeps s exactly: it turns tabs
+// into spaces and drops other control characters and U+FFFD, so a paste
+// holding any of those is collapsed (kept aside whole) however short.
+func editorSafe(s string) bool {
+	for _, r := range s {
+		if r == '\t' || r == utf8.RuneError || (r != '\n' && unicode.IsControl(r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // expandPastes replaces the collapsed blocks in the editor by their text.

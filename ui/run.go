@@ -137,7 +137,10 @@ func Run(ctx context.Context, opts Options) error {
 	if herr != nil && m.stateWarning == "" { // an unusable state dir says so already
 		m.setError(herr)
 	}
-	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// runProgram handles the signals: bubbletea's own handler blocks for
+	// good sending its QuitMsg when ctx ended the event loop first (main
+	// cancels ctx on SIGTERM), and then p.Run never returns.
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}
 	if !opts.Inline {
 		popts = append(popts, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	}

@@ -33,6 +33,9 @@ type savedMessage struct {
 	// "failed", "repeating", or "interrupted" (the chat ended or was
 	// killed while the answer streamed).
 	Note string `json:"note,omitempty"`
+	// orphan marks, after repairConversation, an answer with no question
+	// before it (shown, not sent); never saved.
+	orphan bool
 }
 
 // conversationFile is the JSON layout of a saved conversation (autosave,
@@ -115,6 +118,12 @@ func loadConversation(path string) (conversationFile, error) {
 	if err != nil {
 		return conversationFile{}, err
 	}
+	return parseConversation(path, data)
+}
+
+// parseConversation decodes a conversation file's bytes (path names it in
+// errors) and checks its version and roles.
+func parseConversation(path string, data []byte) (conversationFile, error) {
 	var c conversationFile
 	if err := json.Unmarshal(data, &c); err != nil {
 		return conversationFile{}, fmt.Errorf("loading %s: not a conversation file: %w", path, err)

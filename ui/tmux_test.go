@@ -22,42 +22,15 @@ var updateScreen = flag.Bool("update-screen", false, "tmux test: write the captu
 // checks that tokens stream and the meter shows trims, sends /kv 64, stops a
 // long prefill with Esc and quits with Ctrl+C twice.
 func TestTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the tmux test builds the binary and runs a model")
-	}
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed; the real-terminal test needs it")
-	}
-	root := moduleRoot(t)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), ".", "./models/cmd/mkmodel")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		first := ""
-		for _, l := range strings.Split(string(out), "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-				first = l
-				break
-			}
-		}
-		t.Skipf("cannot build the mlxchat binary and mkmodel yet (%s); the tmux test needs the whole stack", first)
-	}
+	bin, modelDir, tmuxBin := realChat(t)
 	work := t.TempDir()
-	tokJSON, tokCfg := writeTinyTokenizer(t, work)
-	modelDir := filepath.Join(work, "tiny-model")
-	mk := exec.Command(filepath.Join(bin, "mkmodel"), "-kind", "tiny", "-out", modelDir, "-bits", "4",
-		"-tokenizer", tokJSON, "-tokenizer-config", tokCfg)
-	if out, err := mk.CombinedOutput(); err != nil {
-		t.Fatalf("mkmodel: %v\n%s", err, out)
-	}
 
 	sock := fmt.Sprintf("mlxchat-test-%d", os.Getpid())
 	tm := &tmux{t: t, bin: tmuxBin, sock: sock, target: "chat"}
 	t.Cleanup(func() { _ = exec.Command(tmuxBin, "-L", sock, "kill-server").Run() })
 	state, cfgHome := filepath.Join(work, "state"), filepath.Join(work, "config")
 	cmdline := fmt.Sprintf("env XDG_STATE_HOME=%q XDG_CONFIG_HOME=%q NO_COLOR=1 TERM=xterm-256color %q --max-kv-size 48 --prefill-chunk-size 16 --max-tokens 40 --temp 0.7 --seed 7 %q; echo \"[exit $?]\"; sleep 600",
-		state, cfgHome, filepath.Join(bin, "mlxchat"), modelDir)
+		state, cfgHome, bin, modelDir)
 	tm.run("new-session", "-d", "-s", "chat", "-x", "110", "-y", "32", "sh", "-c", cmdline)
 
 	tm.waitFor("the chat to open", 60*time.Second, func(s string) bool { return strings.Contains(s, "is ready") })
@@ -117,9 +90,14 @@ func TestTmux(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitFor("a prefill in progress", 30*time.Second, func(s string) bool { return strings.Contains(s, "prefill ") })
 	tm.keys("Escape")
+	// Esc during prefill stops before the answer begins: the message (with
+	// its collapsed paste) goes back into the editor, and prefill ends.
 	tm.waitFor("the stop", 30*time.Second, func(s string) bool {
-		return strings.Contains(s, "your message is back in the editor") || strings.Contains(s, "partial answer is kept")
+		return strings.Contains(s, "stopped before the answer began; your message is back in the editor")
 	})
+	if s := tm.capture(); !regexp.MustCompile(`› \[pasted: [0-9,]+ tokens, 20 KB\]`).MatchString(s) || strings.Contains(s, "prefill ") || strings.Contains(s, "Esc stop") {
+		t.Errorf("after Esc the paste is not back in the editor, or prefill goes on:\n%s", s)
+	}
 
 	// 5. Ctrl+C twice quits with status 0.
 	tm.keys("C-c")

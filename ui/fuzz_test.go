@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/muesli/termenv"
+
+	"mlxchat/engine"
+	"mlxchat/themes"
+)
+
+// FuzzParseConversation feeds arbitrary bytes to the conversation file
+// parser and, when they parse, loads them into a chat. It must never
+// panic; a loaded chat must send roles that alternate user, assistant...,
+// and the repair must keep every message's text (merged texts are joined
+// by a blank line, so the texts joined that way are unchanged).
+// Seeds: testdata/fuzz/FuzzParseConversation.
+func FuzzParseConversation(f *testing.F) {
+	f.Add([]byte(`{"version":1,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`))
+	f.Add([]byte(`{"version":1,"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"draft":"d","draft_pastes":[{"label":"[pasted: 1 token, 1 B]","content":"x"}]}`))
+	th, err := themes.Get("dark", false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	m, err := newModel(modelConfig{eng: newFakeEngine(), modelName: "tiny", settings: engine.DefaultSettings(),
+		theme: th, profile: termenv.Ascii, now: func() time.Time { return t0 }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	update(m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	ready(m)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseConversation("fuzz.json", data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+			return
+		}
+		fixed, _, unanswered := repairConversation(c)
+		var in, out []string
+		for _, sm := range c.Messages {
+			in = append(in, sm.Content)
+		}
+		for _, sm := range fixed.Messages {
+			out = append(out, sm.Content)
+		}
+		if unanswered != nil {
+			out = append(out, unanswered.Content)
+		}
+		if strings.Join(in, "\n\n") != strings.Join(out, "\n\n") {
+			t.Fatalf("repair changed the text:\n in %q\nout %q", in, out)
+		}
+		m.ta.Reset()
+		m.pastes.reset()
+		m.applyLoad(loadedMsg{name: "fuzz", path: "fuzz.json", file: c})
+		conv := m.conversation()
+		for i, msg := range conv {
+			if want := []string{engine.RoleUser, engine.RoleAssistant}[i%2]; msg.Role != want {
+				t.Fatalf("message %d of the loaded chat is %s, want %s: %+v", i, msg.Role, want, conv)
+			}
+		}
+		if n := len(conv); n > 0 && conv[n-1].Role != engine.RoleAssistant {
+			t.Fatalf("the loaded chat ends with a question: the next message would make two in a row")
+		}
+		_ = m.View()
+	})
+}
+
+// FuzzParseCommand feeds arbitrary lines to the slash-command parser and
+// completion. They must never panic; an error is one line naming the
+// command; a parsed command is one of the table's, with a valid argument.
+// Seeds: testdata/fuzz/FuzzParseCommand.
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range commandTable {
+		f.Add("/" + string(s.name))
+		f.Add("/" + string(s.name) + " 1")
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		c, err := ParseCommand(line)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("ParseCommand(%q): error is not one line: %q", line, err)
+			}
+			if !strings.HasPrefix(err.Error(), "/") && !strings.HasPrefix(err.Error(), "not a command") {
+				t.Fatalf("ParseCommand(%q): error %q does not name the command", line, err)
+			}
+		} else {
+			known := false
+			for _, s := range commandTable {
+				known = known || s.name == c.Name
+			}
+			if !known {
+				t.Fatalf("ParseCommand(%q) = unknown command %q", line, c.Name)
+			}
+			switch c.Name {
+			case CmdKV, CmdChunk, CmdMax:
+				if !c.Off && c.Int < 1 {
+					t.Fatalf("ParseCommand(%q) = %+v: a count below 1", line, c)
+				}
+			case CmdTemp, CmdTopP, CmdMinP:
+				if c.Float != c.Float || c.Float < 0 || (c.Float == 0 && 1/c.Float < 0) {
+					t.Fatalf("ParseCommand(%q) = %+v: a bad number", line, c)
+				}
+			}
+			s := engine.DefaultSettings()
+			switch c.Name {
+			case CmdTemp:
+				s.Temperature = c.Float
+			case CmdTopP:
+				s.TopP = c.Float
+			case CmdMinP:
+				s.MinP = c.Float
+			case CmdTopK:
+				s.TopK = int(c.Int)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("ParseCommand(%q) = %+v, which the engine refuses: %v", line, c, err)
+			}
+		}
+		out, _ := Complete(line, []string{"dark", "light", "high-contrast"})
+		if !strings.HasPrefix(out, line) && strings.HasPrefix(line, "/") && !strings.Contains(line, "\n") {
+			// Completion only ever extends what was typed (case aside).
+			if !strings.EqualFold(out[:min(len(out), len(line))], line[:min(len(out), len(line))]) {
+				t.Fatalf("Complete(%q) = %q does not extend the line", line, out)
+			}
+		}
+	})
+}
