@@ -6,15 +6,28 @@
 // It may import engine, themes, the charm libraries (with their termenv,
 // go-runewidth and cancelreader) and github.com/adrg/xdg for its file
 // locations; not models,
-// kvcache, tensor or metal. (Its tmux tests, TestTmux and TestHostile,
-// build the main package and models/cmd/mkmodel and run them as programs,
-// TestHostile against signals, unusable state dirs (a file; read-only and
-// full through unshare -rm tmpfs mounts when run as root), kill -9 during
-// saves, two chats at once, a 10 MB paste, invalid UTF-8, a 1x1 terminal,
-// /kv spam and /load of a device or FIFO; its end-to-end tests run the real
-// engine on engine/enginetest's tiny model with tensor/cpu. Only tests
-// import those. Fuzz targets: FuzzParseConversation, FuzzParseCommand,
-// with seeds in testdata/fuzz.)
+// kvcache, tensor or metal. Only its tests import more: engine/enginetest
+// and tensor/cpu (see Tests).
+//
+// # Tests
+//
+// Unit tests drive Model with messages and fake engines (model_test,
+// input_test, commands_test, store_test, load_test, statedir_test,
+// termwidth_test); the end-to-end tests (e2e_test, exit_test, run_test)
+// run the real engine on engine/enginetest's tiny model with tensor/cpu.
+// Two tests run the real program: they build the main package and
+// models/cmd/mkmodel (a build failure fails them) and drive the binary in
+// a tmux terminal. TestTmux types, pastes, changes /kv, stops a prefill
+// with Esc and quits. TestHostile sends SIGHUP, SIGTERM, SIGINT and
+// SIGQUIT while an answer streams, gives it a state dir that is a file,
+// read-only or full (tmpfs mounts through unshare -rm, since root ignores
+// permission bits), kills it with -9 during saves, starts two chats in the
+// same second, and pastes 10 MB, invalid UTF-8, resizes to 1x1, spams /kv
+// during decode and /loads a device and a FIFO; every case wants no hang,
+// no panic, and nothing typed or streamed lost. Without tmux (or user
+// namespaces, for the mounts) these skip, except under CI=true, where they
+// fail; scripts/test.sh installs tmux. -short skips them. Fuzz targets:
+// FuzzParseConversation and FuzzParseCommand, seeds in testdata/fuzz.
 //
 // # Contract with main
 //
