@@ -5,46 +5,182 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"mlxchat/tensor"
 )
 
 // Families are the model_type values WriteFamily writes (besides gemma3n,
-// which WriteGemma3n writes).
-var Families = []string{"gemma3_text", "llama", "qwen3", "olmo3", "cohere2"}
+// which WriteGemma3n writes). gemma3 is the multimodal Gemma 3 layout
+// (language_model.model.* text weights next to a vision tower).
+var Families = []string{"gemma3_text", "gemma3", "llama", "qwen3", "olmo3", "cohere2"}
+
+// SpecialIDs are the token ids config.json (and generation_config.json)
+// name.
+type SpecialIDs struct {
+	BOS int   // bos_token_id; -1: not written
+	Pad int   // pad_token_id; -1: not written
+	EOS []int // eos_token_id: one id is written as a number, more as a list
+}
+
+// GemmaIDs are the ids of the generated Gemma tokenizer (GemmaTokenizer):
+// bos 2, pad 0, eos [1, 106] (<eos>, <end_of_turn>).
+func GemmaIDs() SpecialIDs {
+	return SpecialIDs{BOS: GemmaBOSID, Pad: GemmaPadID, EOS: []int{GemmaEOSID, GemmaEndOfTurnID}}
+}
+
+// VisionDims are the sizes of the SigLIP vision tower of a multimodal
+// Gemma 3 checkpoint.
+type VisionDims struct {
+	Hidden       int // hidden_size
+	Intermediate int // intermediate_size
+	Layers       int // num_hidden_layers
+	Heads        int // num_attention_heads
+	Patch        int // patch_size
+	Image        int // image_size (Image/Patch patches per side)
+	Tokens       int // mm_tokens_per_image (a square; its side divides Image/Patch)
+}
 
 // FamilyDims are the sizes of a decoder-only checkpoint of one family.
 type FamilyDims struct {
 	Family       string // model_type: one of Families
-	Vocab        int    // vocab_size
+	Vocab        int    // vocab_size (embedding rows)
 	Hidden       int    // hidden_size
 	Intermediate int    // intermediate_size
 	Layers       int    // num_hidden_layers
 	Heads        int    // num_attention_heads
 	KVHeads      int    // num_key_value_heads
 	HeadDim      int    // head_dim (cohere2: must be Hidden/Heads)
-	Window       int    // sliding_window (gemma3_text, olmo3, cohere2)
+	Window       int    // sliding_window (gemma3_text, gemma3, olmo3, cohere2)
 	Pattern      int    // every Pattern-th layer is global (sliding families)
-	Tied         bool   // tie_word_embeddings: no lm_head tensor
+	Tied         bool   // tie_word_embeddings
 	MaxPosition  int    // max_position_embeddings
+	// IDs are the special token ids of config.json; they must match the
+	// tokenizer the checkpoint gets (GemmaIDs for the generated one, the
+	// family's own, FamilyIDs, for its real tokenizer).
+	IDs SpecialIDs
+	// Vision is the vision tower of the multimodal gemma3 layout (nil for
+	// every other family).
+	Vision *VisionDims
+}
+
+// family is one model_type's checkpoint layout: the real mlx-community
+// repository its full size follows, config.json's keys as that repository
+// has them, the norms each layer stores and how the converter stored the
+// weights. The per-family files (llama.go, qwen3.go, gemma3.go, olmo3.go,
+// cohere2.go) fill it in and say where each fact came from.
+type family struct {
+	// repo is the mlx-community repository the full layout follows.
+	repo string
+	// full are the repository's sizes and ids.
+	full FamilyDims
+	// ids are the family's real special token ids (its own tokenizer's).
+	ids SpecialIDs
+	// config returns config.json for d, without the quantization block.
+	config func(d FamilyDims) map[string]any
+	// generation returns generation_config.json for d; nil when the
+	// repository has none.
+	generation func(d FamilyDims) map[string]any
+	// layerNorms adds, through norm, the norm weights of the layer whose
+	// names start with l (the attention and MLP matrices are common to
+	// all).
+	layerNorms func(norm func(name string, n int), d FamilyDims, l string)
+	// zeroCentred: norm weights are stored as w and applied as 1 + w.
+	zeroCentred bool
+	// tiedHead: the converter also stores lm_head (a quantized copy of the
+	// embedding) when the embedding is tied.
+	tiedHead bool
+	// stored is the dtype the converter gave unquantized tensors and the
+	// quantization scales and biases.
+	stored tensor.DType
+	// quantMode: the quantization block names "mode": "affine".
+	quantMode bool
+	// quantConfig: the quantization block is repeated as
+	// "quantization_config".
+	quantConfig bool
+}
+
+// familyOf returns the layout of model_type name.
+func familyOf(name string) (family, error) {
+	switch name {
+	case "llama":
+		return llamaFamily(), nil
+	case "qwen3":
+		return qwen3Family(), nil
+	case "gemma3_text":
+		return gemma3TextFamily(), nil
+	case "gemma3":
+		return gemma3Family(), nil
+	case "olmo3":
+		return olmo3Family(), nil
+	case "cohere2":
+		return cohere2Family(), nil
+	}
+	return family{}, fmt.Errorf("synth: family %q not supported (want one of %q)", name, Families)
+}
+
+// FamilyRepo returns the mlx-community repository whose layout FullFamily
+// follows.
+func FamilyRepo(name string) (string, error) {
+	f, err := familyOf(name)
+	return f.repo, err
+}
+
+// FamilyIDs returns the family's own special token ids (those of its real
+// tokenizer), for a checkpoint that gets the family's tokenizer.json.
+func FamilyIDs(name string) (SpecialIDs, error) {
+	f, err := familyOf(name)
+	return f.ids, err
+}
+
+// StoredDType returns the dtype in which the converter of the family's
+// mlx-community repository stored unquantized tensors and quantization
+// scales and biases (F16 for conversions made before mlx-lm started to
+// keep the checkpoint's torch_dtype in April 2025).
+func StoredDType(name string) (tensor.DType, error) {
+	f, err := familyOf(name)
+	return f.stored, err
+}
+
+// FullFamily returns the sizes of the family's mlx-community 4-bit
+// repository (FamilyRepo), with its real special token ids.
+func FullFamily(name string) (FamilyDims, error) {
+	f, err := familyOf(name)
+	if err != nil {
+		return FamilyDims{}, err
+	}
+	d := f.full
+	if d.Vision != nil {
+		v := *d.Vision
+		d.Vision = &v
+	}
+	d.IDs.EOS = slices.Clone(d.IDs.EOS)
+	return d, d.Validate()
 }
 
 // TinyFamily returns a small configuration of family for tests: 512
-// tokens (the tiny tokenizer of engine/enginetest), hidden 128, 4 layers,
+// tokens (the generated tokenizer's ids, GemmaIDs), hidden 128, 4 layers,
 // 4 heads over 2 KV heads of 32, every matrix input a multiple of 64 so 4-
 // and 8-bit quantization applies; sliding families get window 8 with every
-// second layer global, so a global layer follows a sliding one.
-func TinyFamily(family string) (FamilyDims, error) {
+// second layer global, so a global layer follows a sliding one. The
+// multimodal gemma3 layout gets a one-layer vision tower whose MLP output
+// projection has an input width that is not a multiple of 64 (it stays
+// dense, as the real tower's does).
+func TinyFamily(name string) (FamilyDims, error) {
+	f, err := familyOf(name)
+	if err != nil {
+		return FamilyDims{}, err
+	}
 	d := FamilyDims{
-		Family: family, Vocab: 512, Hidden: 128, Intermediate: 256, Layers: 4,
-		Heads: 4, KVHeads: 2, HeadDim: 32, MaxPosition: 4096,
+		Family: name, Vocab: 512, Hidden: 128, Intermediate: 256, Layers: 4,
+		Heads: 4, KVHeads: 2, HeadDim: 32, MaxPosition: 4096, IDs: GemmaIDs(),
+		Tied: f.full.Tied,
 	}
-	switch family {
-	case "gemma3_text", "olmo3", "cohere2":
+	if f.full.Window > 0 {
 		d.Window, d.Pattern = 8, 2
-	case "llama", "qwen3":
-	default:
-		return d, fmt.Errorf("synth: family %q not supported (want one of %q)", family, Families)
 	}
-	d.Tied = family != "olmo3"
+	if name == "gemma3" {
+		d.Vision = &VisionDims{Hidden: 64, Intermediate: 80, Layers: 1, Heads: 2, Patch: 4, Image: 16, Tokens: 4}
+	}
 	return d, d.Validate()
 }
 
@@ -71,12 +207,31 @@ func (d FamilyDims) Validate() error {
 	if d.sliding() && (d.Window <= 0 || d.Pattern <= 0) {
 		return fmt.Errorf("synth %s dims: window %d and pattern %d must be positive", d.Family, d.Window, d.Pattern)
 	}
+	for _, id := range append([]int{d.IDs.BOS, d.IDs.Pad}, d.IDs.EOS...) {
+		if id >= d.Vocab {
+			return fmt.Errorf("synth %s dims: special token id %d is outside the vocabulary of %d", d.Family, id, d.Vocab)
+		}
+	}
+	if len(d.IDs.EOS) == 0 {
+		return fmt.Errorf("synth %s dims: no eos_token_id", d.Family)
+	}
+	if (d.Family == "gemma3") != (d.Vision != nil) {
+		return fmt.Errorf("synth %s dims: a vision tower goes with the multimodal gemma3 layout only", d.Family)
+	}
+	if v := d.Vision; v != nil {
+		side := 0
+		for side*side < v.Tokens {
+			side++
+		}
+		if v.Hidden <= 0 || v.Intermediate <= 0 || v.Layers <= 0 || v.Heads <= 0 || v.Hidden%v.Heads != 0 ||
+			v.Patch <= 0 || v.Image%v.Patch != 0 || side*side != v.Tokens || (v.Image/v.Patch)%side != 0 {
+			return fmt.Errorf("synth gemma3 dims: bad vision tower %+v", *v)
+		}
+	}
 	return nil
 }
 
-func (d FamilyDims) sliding() bool {
-	return d.Family == "gemma3_text" || d.Family == "olmo3" || d.Family == "cohere2"
-}
+func (d FamilyDims) sliding() bool { return d.Window > 0 || d.Pattern > 0 }
 
 // layerTypes lists sliding_attention / full_attention per layer.
 func (d FamilyDims) layerTypes() []string {
@@ -90,87 +245,55 @@ func (d FamilyDims) layerTypes() []string {
 	return out
 }
 
-// Config returns the config.json of the checkpoint, as an MLX conversion
-// of the family carries it (legacy rope keys, as mlx-lm writes them).
-func (d FamilyDims) Config() map[string]any {
-	c := map[string]any{
-		"model_type":              d.Family,
-		"vocab_size":              d.Vocab,
-		"hidden_size":             d.Hidden,
-		"intermediate_size":       d.Intermediate,
-		"num_hidden_layers":       d.Layers,
-		"num_attention_heads":     d.Heads,
-		"num_key_value_heads":     d.KVHeads,
-		"max_position_embeddings": d.MaxPosition,
-		"tie_word_embeddings":     d.Tied,
-		"bos_token_id":            2,
-		"eos_token_id":            []int{1, 106},
-		"pad_token_id":            0,
-		"torch_dtype":             "bfloat16",
+// setIDs writes d.IDs into c as bos_token_id, pad_token_id, eos_token_id.
+func (d FamilyDims) setIDs(c map[string]any) {
+	if d.IDs.BOS >= 0 {
+		c["bos_token_id"] = d.IDs.BOS
 	}
-	switch d.Family {
-	case "gemma3_text":
-		c["head_dim"] = d.HeadDim
-		c["query_pre_attn_scalar"] = d.HeadDim
-		c["sliding_window"] = d.Window
-		c["sliding_window_pattern"] = d.Pattern
-		c["rope_theta"] = 1e6
-		c["rope_local_base_freq"] = 1e4
-		c["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 8.0}
-		c["rms_norm_eps"] = 1e-6
-		c["hidden_activation"] = "gelu_pytorch_tanh"
-	case "llama":
-		c["head_dim"] = d.HeadDim
-		c["hidden_act"] = "silu"
-		c["rms_norm_eps"] = 1e-5
-		c["rope_theta"] = 500000.0
-		c["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-			"high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
-	case "qwen3":
-		c["head_dim"] = d.HeadDim
-		c["hidden_act"] = "silu"
-		c["rms_norm_eps"] = 1e-6
-		c["rope_theta"] = 1e6
-		c["use_sliding_window"] = false
-	case "olmo3":
-		c["head_dim"] = d.HeadDim
-		c["hidden_act"] = "silu"
-		c["rms_norm_eps"] = 1e-6
-		c["rope_theta"] = 500000.0
-		c["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
-			"beta_fast": 32, "beta_slow": 1, "attention_factor": 1.2079441541679836}
-		c["sliding_window"] = d.Window
-		c["layer_types"] = d.layerTypes()
-	case "cohere2":
-		c["hidden_act"] = "silu"
-		c["layer_norm_eps"] = 1e-5
-		c["rope_theta"] = 50000.0
-		c["sliding_window"] = d.Window
-		c["sliding_window_pattern"] = d.Pattern
-		c["logit_scale"] = 0.25
+	if d.IDs.Pad >= 0 {
+		c["pad_token_id"] = d.IDs.Pad
 	}
-	return c
+	if len(d.IDs.EOS) == 1 {
+		c["eos_token_id"] = d.IDs.EOS[0]
+	} else {
+		c["eos_token_id"] = slices.Clone(d.IDs.EOS)
+	}
 }
 
-// familySpecs lists the checkpoint's tensors in mlx-lm naming ("model.").
-func (b *builder) familySpecs(d FamilyDims) error {
-	const p = "model."
+// Config returns config.json of a checkpoint with sizes d, with the keys
+// the family's mlx-community repository has (without the quantization
+// block, which depends on the options).
+func (d FamilyDims) Config() (map[string]any, error) {
+	f, err := familyOf(d.Family)
+	if err != nil {
+		return nil, err
+	}
+	return f.config(d), nil
+}
+
+// textPrefix is the prefix of the decoder's tensor names and head the name
+// of its output projection.
+func (d FamilyDims) textPrefix() (prefix, head string) {
+	if d.Vision != nil {
+		return "language_model.model.", "language_model.lm_head"
+	}
+	return "model.", "lm_head"
+}
+
+// familySpecs lists the checkpoint's tensors.
+func (b *builder) familySpecs(f family, d FamilyDims) error {
+	p, head := d.textPrefix()
 	H := d.Hidden
 	qw, kw := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
-	// Gemma stores zero-centred norm weights (applied as 1 + w).
-	normCenter := float32(1)
-	if d.Family == "gemma3_text" {
-		normCenter = 0
-	}
-	norm := func(name string, n int) { b.vector(name+".weight", normCenter, 0.1, n) }
 	if err := b.matrix(p+"embed_tokens", d.Vocab, H); err != nil {
 		return err
 	}
-	if !d.Tied {
-		if err := b.matrix("lm_head", d.Vocab, H); err != nil {
+	if !d.Tied || f.tiedHead {
+		if err := b.matrix(head, d.Vocab, H); err != nil {
 			return err
 		}
 	}
+	norm := func(name string, n int) { b.norm(f, name, n) }
 	norm(p+"norm", H)
 	for i := 0; i < d.Layers; i++ {
 		l := fmt.Sprintf("%slayers.%d.", p, i)
@@ -185,56 +308,79 @@ func (b *builder) familySpecs(d FamilyDims) error {
 				return err
 			}
 		}
-		switch d.Family {
-		case "gemma3_text":
-			for _, n := range []string{"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"} {
-				norm(l+n, H)
-			}
-			norm(l+"self_attn.q_norm", d.HeadDim)
-			norm(l+"self_attn.k_norm", d.HeadDim)
-		case "llama":
-			norm(l+"input_layernorm", H)
-			norm(l+"post_attention_layernorm", H)
-		case "qwen3":
-			norm(l+"input_layernorm", H)
-			norm(l+"post_attention_layernorm", H)
-			norm(l+"self_attn.q_norm", d.HeadDim)
-			norm(l+"self_attn.k_norm", d.HeadDim)
-		case "olmo3":
-			norm(l+"post_attention_layernorm", H)
-			norm(l+"post_feedforward_layernorm", H)
-			norm(l+"self_attn.q_norm", qw)
-			norm(l+"self_attn.k_norm", kw)
-		case "cohere2":
-			norm(l+"input_layernorm", H)
-		}
+		f.layerNorms(norm, d, l)
+	}
+	if d.Vision != nil {
+		return b.siglipSpecs(*d.Vision, H)
 	}
 	return nil
 }
 
+// norm adds a norm weight of n values: around 1, or around 0 for
+// zero-centred families.
+func (b *builder) norm(f family, name string, n int) {
+	center := float32(1)
+	if f.zeroCentred {
+		center = 0
+	}
+	b.vector(name+".weight", center, 0.1, n)
+}
+
+// FamilySpecs returns the tensors WriteFamily would write, without data,
+// for tests that compare layouts.
+func FamilySpecs(d FamilyDims, opt Options) ([]TensorSpec, error) {
+	f, err := familyOf(d.Family)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	opt.ExactQuant = false
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	b := &builder{opt: opt}
+	if err := b.familySpecs(f, d); err != nil {
+		return nil, err
+	}
+	return b.specs, nil
+}
+
 // WriteFamily writes a random checkpoint of d.Family with sizes d into dir
-// (created if needed): config.json, generation_config.json (eos [1, 106],
-// the tiny tokenizer's), the weights in mlx-lm naming, and the tokenizer
-// files named in opt. Naming, OmitSharedKV and Towers do not apply.
+// (created if needed): config.json with the quantization block of opt,
+// generation_config.json when the family's repository has one, the
+// weights, and the tokenizer files named in opt (or, with
+// GenerateTokenizer, the generated Gemma tokenizer of d.Vocab ids).
+// Naming, OmitSharedKV and Towers do not apply.
 func WriteFamily(dir string, d FamilyDims, opt Options) (*Result, error) {
+	f, err := familyOf(d.Family)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	if opt.Towers {
-		return nil, fmt.Errorf("synth: %s has no towers", d.Family)
+	if opt.Towers || opt.OmitSharedKV || opt.Naming != NamingMLXVLM {
+		return nil, fmt.Errorf("synth: %s takes no -towers, -omit-shared-kv or -naming (its layout is fixed)", d.Family)
 	}
 	b := &builder{opt: opt}
-	if err := b.familySpecs(d); err != nil {
+	if err := b.familySpecs(f, d); err != nil {
 		return nil, err
 	}
-	cfg := d.Config()
+	cfg := f.config(d)
 	if opt.Bits != 0 {
 		q := map[string]any{"group_size": opt.groupSize(), "bits": opt.Bits}
+		if f.quantMode {
+			q["mode"] = "affine"
+		}
 		cfg["quantization"] = q
-		cfg["quantization_config"] = q
+		if f.quantConfig {
+			cfg["quantization_config"] = q
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
@@ -242,19 +388,15 @@ func WriteFamily(dir string, d FamilyDims, opt Options) (*Result, error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
 	}
-	gen := map[string]any{"bos_token_id": 2, "eos_token_id": []int{1, 106}, "pad_token_id": 0}
-	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
-		return nil, err
-	}
-	for _, cp := range []struct{ src, name string }{{opt.TokenizerJSON, "tokenizer.json"}, {opt.TokenizerConfig, "tokenizer_config.json"}} {
-		if cp.src == "" {
-			continue
-		}
-		if err := copyFile(cp.src, filepath.Join(dir, cp.name)); err != nil {
+	if f.generation != nil {
+		if err := writeJSON(filepath.Join(dir, "generation_config.json"), f.generation(d)); err != nil {
 			return nil, err
 		}
 	}
-	files, err := WriteWeights(dir, b.specs, opt.ShardBytes, opt.Seed)
+	if err := writeTokenizer(dir, opt, d.Vocab); err != nil {
+		return nil, err
+	}
+	files, err := WriteWeights(dir, b.weightSpecs(), opt.ShardBytes, opt.Seed)
 	if err != nil {
 		return nil, err
 	}

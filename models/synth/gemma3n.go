@@ -164,6 +164,11 @@ type Options struct {
 	// TokenizerJSON, when set, is copied into the directory as
 	// tokenizer.json; TokenizerConfig likewise as tokenizer_config.json.
 	TokenizerJSON, TokenizerConfig string
+	// ZeroData leaves every tensor's data zero without writing it (the
+	// weight files are sparse where the filesystem has holes), for tests
+	// that load a full-size layout without generating gigabytes; such a
+	// model loads but computes nothing useful.
+	ZeroData bool
 	// GenerateTokenizer, when TokenizerJSON is empty, writes the generated
 	// Gemma tokenizer (GemmaTokenizer, with the model's vocab_size and
 	// GemmaChatTemplate) as tokenizer.json and tokenizer_config.json, so
@@ -225,6 +230,19 @@ type builder struct {
 	specs []TensorSpec
 	// quantized module paths, for the caller's information
 	quantized []string
+}
+
+// weightSpecs returns the specs to write: as built, or with every
+// tensor's data left zero under Options.ZeroData.
+func (b *builder) weightSpecs() []TensorSpec {
+	if !b.opt.ZeroData {
+		return b.specs
+	}
+	out := make([]TensorSpec, len(b.specs))
+	for i, s := range b.specs {
+		out[i] = TensorSpec{Name: s.Name, DType: s.DType, Shape: s.Shape, Fill: Fill{Kind: FillZero}}
+	}
+	return out
 }
 
 // uniformBound is the half-width of a uniform distribution with standard
@@ -440,30 +458,10 @@ func WriteGemma3n(dir string, d Gemma3nDims, opt Options) (*Result, error) {
 	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
 		return nil, err
 	}
-	for _, cp := range []struct{ src, name string }{{opt.TokenizerJSON, "tokenizer.json"}, {opt.TokenizerConfig, "tokenizer_config.json"}} {
-		if cp.src == "" {
-			continue
-		}
-		if err := copyFile(cp.src, filepath.Join(dir, cp.name)); err != nil {
-			return nil, err
-		}
+	if err := writeTokenizer(dir, opt, d.Vocab); err != nil {
+		return nil, err
 	}
-	if opt.GenerateTokenizer && opt.TokenizerJSON == "" {
-		tok, tokCfg, err := GemmaTokenizer(d.Vocab)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range []struct {
-			name string
-			data []byte
-		}{{"tokenizer.json", tok}, {"tokenizer_config.json", tokCfg}} {
-			p := filepath.Join(dir, f.name)
-			if err := os.WriteFile(p, f.data, 0o644); err != nil {
-				return nil, fmt.Errorf("writing %s: %w", p, err)
-			}
-		}
-	}
-	files, err := WriteWeights(dir, b.specs, opt.ShardBytes, opt.Seed)
+	files, err := WriteWeights(dir, b.weightSpecs(), opt.ShardBytes, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -494,6 +492,37 @@ func Specs(d Gemma3nDims, opt Options) ([]TensorSpec, error) {
 		}
 	}
 	return b.specs, nil
+}
+
+// writeTokenizer copies the tokenizer files opt names into dir or, with
+// GenerateTokenizer and no TokenizerJSON, writes the generated Gemma
+// tokenizer of vocab ids.
+func writeTokenizer(dir string, opt Options, vocab int) error {
+	for _, cp := range []struct{ src, name string }{{opt.TokenizerJSON, "tokenizer.json"}, {opt.TokenizerConfig, "tokenizer_config.json"}} {
+		if cp.src == "" {
+			continue
+		}
+		if err := copyFile(cp.src, filepath.Join(dir, cp.name)); err != nil {
+			return err
+		}
+	}
+	if !opt.GenerateTokenizer || opt.TokenizerJSON != "" {
+		return nil
+	}
+	tok, tokCfg, err := GemmaTokenizer(vocab)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"tokenizer.json", tok}, {"tokenizer_config.json", tokCfg}} {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 func copyFile(src, dst string) error {

@@ -27,6 +27,8 @@ const (
 	// FillBits fills every byte with random bits (packed quantized weights:
 	// every code 0..2^bits-1 equally likely).
 	FillBits
+	// FillZero leaves the data zero and untouched (a hole in the file).
+	FillZero
 )
 
 // Fill generates a tensor's data from the writer's seed and the tensor's
@@ -153,6 +155,9 @@ func WriteSafetensors(path string, tensors []TensorSpec, metadata map[string]str
 		dst := m[dataStart+offsets[i] : dataStart+offsets[i]+s.Bytes()]
 		if s.Data != nil {
 			copy(dst, s.Data)
+			continue
+		}
+		if s.Fill.Kind == FillZero {
 			continue
 		}
 		// Chunks hold a whole number of elements of every dtype (<= 8 bytes).

@@ -23,6 +23,8 @@ func main() {
 
 func parseFloatDType(flagName, s string) (tensor.DType, error) {
 	switch strings.ToLower(s) {
+	case "":
+		return tensor.Invalid, nil // the writer's default
 	case "bf16":
 		return tensor.BF16, nil
 	case "f16":
@@ -33,10 +35,31 @@ func parseFloatDType(flagName, s string) (tensor.DType, error) {
 	return tensor.Invalid, fmt.Errorf("-%s %q: want bf16, f16 or f32", flagName, s)
 }
 
+// prepareOut refuses to write over a model in out unless force is set, and
+// with force drops the weights of an earlier model so a single file and
+// shards of different runs never mix.
+func prepareOut(out string, force bool) error {
+	if _, err := os.Stat(filepath.Join(out, "config.json")); err == nil && !force {
+		return fmt.Errorf("%s already holds a model (config.json); pass -force to overwrite", out)
+	}
+	if !force {
+		return nil
+	}
+	old, _ := filepath.Glob(filepath.Join(out, "model*.safetensors"))
+	old = append(old, filepath.Join(out, "model.safetensors.index.json"), filepath.Join(out, "generation_config.json"))
+	for _, p := range old {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("-force: %w", err)
+		}
+	}
+	return nil
+}
+
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mkmodel", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	kind := fs.String("kind", "tiny", "tiny (test-sized Gemma 3n) or e2b (full-size Gemma 3n E2B)")
+	arch := fs.String("arch", "gemma3n", "model_type to write: gemma3n or "+strings.Join(synth.Families, ", "))
+	kind := fs.String("kind", "tiny", "tiny (a small random model) or full (the layout of the family's mlx-community 4-bit repo; e2b is gemma3n's full)")
 	out := fs.String("out", "", "output model directory (required)")
 	bits := fs.Int("bits", 4, "quantization bits: 4 or 8, 0 for a dense model")
 	group := fs.Int("group", 64, "quantization group size: 32, 64 or 128")
@@ -45,8 +68,8 @@ func run(args []string, stdout io.Writer) error {
 	towers := fs.Bool("towers", true, "e2b: include the vision and audio towers (mlx-vlm naming only)")
 	omitKV := fs.Bool("omit-shared-kv", false, "leave out the unused k/v projections of KV-shared layers")
 	shardMB := fs.Int64("shard-mb", 0, "split weights into shards of at most this many MiB (0: one file)")
-	scaleDT := fs.String("scale-dtype", "bf16", "dtype of quantization scales and biases: bf16, f16 or f32")
-	denseDT := fs.String("dense-dtype", "bf16", "dtype of unquantized tensors: bf16, f16 or f32")
+	scaleDT := fs.String("scale-dtype", "", "dtype of quantization scales and biases: bf16, f16 or f32 (default bf16; -kind full: what the repo stores)")
+	denseDT := fs.String("dense-dtype", "", "dtype of unquantized tensors: bf16, f16 or f32 (default bf16; -kind full: what the repo stores)")
 	tok := fs.String("tokenizer", "", "tokenizer.json to copy into the model directory (default: a generated Gemma tokenizer of the model's vocab size, with tokenizer_config.json and the Gemma chat template)")
 	tokCfg := fs.String("tokenizer-config", "", "tokenizer_config.json to copy into the model directory")
 	vocab := fs.Int("vocab", 0, "tiny: override vocab_size (e.g. 262400 to use a real Gemma tokenizer)")
@@ -55,7 +78,7 @@ func run(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fmt.Fprintln(stdout, "usage: mkmodel -kind tiny|e2b -out DIR [flags]")
+			fmt.Fprintln(stdout, "usage: mkmodel [-arch MODEL_TYPE] -kind tiny|full -out DIR [flags]")
 			fs.PrintDefaults()
 			return nil
 		}
@@ -78,6 +101,12 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if opt.DenseDType, err = parseFloatDType("dense-dtype", *denseDT); err != nil {
 		return err
+	}
+	if *arch != "gemma3n" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return runFamily(familyRun{arch: *arch, kind: *kind, out: *out, opt: opt, vocab: *vocab, window: *window, set: set,
+			prepare: func() error { return prepareOut(*out, *force) }}, stdout)
 	}
 	switch *naming {
 	case "mlx-vlm":
@@ -102,28 +131,17 @@ func run(args []string, stdout io.Writer) error {
 		if *window > 0 {
 			dims.SlidingWindow = *window
 		}
-	case "e2b":
+	case "full", "e2b":
 		dims = synth.E2BGemma3n()
 		opt.Towers = *towers && opt.Naming == synth.NamingMLXVLM
 		if *vocab > 0 || *window > 0 {
 			return fmt.Errorf("-vocab and -window apply to -kind tiny only")
 		}
 	default:
-		return fmt.Errorf("-kind %q: want tiny or e2b", *kind)
+		return fmt.Errorf("-kind %q: want tiny or full (e2b)", *kind)
 	}
-	if _, err := os.Stat(filepath.Join(*out, "config.json")); err == nil && !*force {
-		return fmt.Errorf("%s already holds a model (config.json); pass -force to overwrite", *out)
-	}
-	if *force {
-		// Drop weights of an earlier model so a single file and shards of
-		// different runs never mix.
-		old, _ := filepath.Glob(filepath.Join(*out, "model*.safetensors"))
-		old = append(old, filepath.Join(*out, "model.safetensors.index.json"))
-		for _, p := range old {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("-force: %w", err)
-			}
-		}
+	if err := prepareOut(*out, *force); err != nil {
+		return err
 	}
 	start := time.Now()
 	res, err := synth.WriteGemma3n(*out, dims, opt)

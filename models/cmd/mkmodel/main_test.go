@@ -26,7 +26,7 @@ func TestRun(t *testing.T) {
 		{"exists", []string{"-kind", "tiny", "-out", out}, "already holds a model"},
 		{"force 8bit sharded", []string{"-kind", "tiny", "-out", out, "-force", "-bits", "8", "-shard-mb", "1"}, ""},
 		{"no out", []string{"-kind", "tiny"}, "-out DIR is required"},
-		{"bad kind", []string{"-kind", "e4b", "-out", out}, `-kind "e4b": want tiny or e2b`},
+		{"bad kind", []string{"-kind", "e4b", "-out", out}, `-kind "e4b": want tiny or full (e2b)`},
 		{"bad bits", []string{"-kind", "tiny", "-out", filepath.Join(dir, "b"), "-bits", "3"}, "bits 3 not supported"},
 		{"bad naming", []string{"-out", out, "-naming", "hf"}, `-naming "hf"`},
 		{"bad dtype", []string{"-out", out, "-scale-dtype", "f8"}, `-scale-dtype "f8"`},
