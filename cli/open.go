@@ -16,6 +16,7 @@ import (
 
 	"mlxchat/engine"
 	"mlxchat/metal"
+	"mlxchat/models"
 	"mlxchat/models/hub"
 	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
@@ -115,7 +116,7 @@ func hubClient(dial, header time.Duration) *http.Client {
 // files. A hub that cannot be reached gives one line that says so and what
 // to do instead.
 func resolveModel(ctx context.Context, name string, client *http.Client, progress func(stage string, done, total int64)) (string, error) {
-	res, err := hub.Resolve(ctx, name, hub.Options{Client: client, Progress: func(p hub.Progress) {
+	res, err := hub.Resolve(ctx, name, hub.Options{Client: client, CheckConfig: models.CheckConfig, Progress: func(p hub.Progress) {
 		if progress == nil {
 			return
 		}

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"mlxchat/models/checkpoint"
 	"mlxchat/models/cohere2"
@@ -51,6 +52,25 @@ func KnownModelTypes() []string {
 		out = append(out, a.types...)
 	}
 	return out
+}
+
+// CheckConfig reports whether Load supports the model_type that the
+// config.json at path names; the error names the file and lists the
+// supported types. hub.Options.CheckConfig calls it before downloading
+// any weights.
+func CheckConfig(path string) error {
+	cfg, err := checkpoint.LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	mt, err := cfg.ModelType()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(KnownModelTypes(), mt) {
+		return nil
+	}
+	return checkpoint.UnknownModelType(cfg, KnownModelTypes())
 }
 
 // Load opens the MLX model directory dir and builds the architecture its

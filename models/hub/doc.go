@@ -14,6 +14,11 @@
 // file in the cache (.locks/models--ORG--NAME/), the second reusing what
 // the first fetched.
 //
+// With Options.CheckConfig set, a download fetches config.json first and
+// stops there, with an *UnsupportedError, when the check refuses it (a
+// model_type this build does not run), so no weights are downloaded for a
+// model that cannot load. Short names exist only for families that load.
+//
 // A cached snapshot counts as complete only when it holds every file the
 // repository lists: Download records that list in a manifest
 // (models--ORG--NAME/.mlxchat/COMMIT.json); a snapshot another tool made

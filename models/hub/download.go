@@ -16,7 +16,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -293,9 +292,23 @@ func (o Options) download(ctx context.Context, repo, rev string) (string, error)
 			files = append(files, f)
 		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
-	if !slices.ContainsFunc(files, func(f remoteFile) bool { return f.name == "config.json" }) {
+	// config.json first, so CheckConfig can stop the download before
+	// anything else is fetched; the rest by name.
+	sort.Slice(files, func(i, j int) bool {
+		if ci, cj := files[i].name == "config.json", files[j].name == "config.json"; ci != cj {
+			return ci
+		}
+		return files[i].name < files[j].name
+	})
+	if len(files) == 0 || files[0].name != "config.json" {
 		return "", fmt.Errorf("%s@%s has no config.json: not a model repository", repo, rev)
+	}
+	repoDir := filepath.Join(cache, repoFolder(repo))
+	snap := filepath.Join(repoDir, "snapshots", commit)
+	if o.CheckConfig != nil {
+		if err := o.fetchConfig(ctx, cache, repo, commit, repoDir, snap, files[0]); err != nil {
+			return "", err
+		}
 	}
 	var allTotal int64
 	for i, f := range files {
@@ -316,8 +329,6 @@ func (o Options) download(ctx context.Context, repo, rev string) (string, error)
 			allTotal += h.size
 		}
 	}
-	repoDir := filepath.Join(cache, repoFolder(repo))
-	snap := filepath.Join(repoDir, "snapshots", commit)
 	for _, d := range []string{filepath.Join(repoDir, "blobs"), snap, filepath.Join(repoDir, "refs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return "", wrapWrite("creating", d, err)
@@ -364,6 +375,33 @@ func (o Options) download(ctx context.Context, repo, rev string) (string, error)
 		return "", err
 	}
 	return snap, nil
+}
+
+// fetchConfig downloads config.json alone into the snapshot and hands it
+// to CheckConfig; a refusal is an *UnsupportedError.
+func (o Options) fetchConfig(ctx context.Context, cache, repo, commit, repoDir, snap string, f remoteFile) error {
+	h, err := o.headFile(ctx, repo, commit, f.name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	if h.size < 0 {
+		h.size = f.size
+	}
+	for _, d := range []string{filepath.Join(repoDir, "blobs"), snap} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return wrapWrite("creating", d, err)
+		}
+	}
+	if _, err := o.fetchBlob(ctx, cache, repo, commit, repoDir, h, Progress{Repo: repo, File: f.name, FileIndex: 1, Files: 1, Total: h.size, AllTotal: h.size}); err != nil {
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	if err := linkSnapshot(snap, h); err != nil {
+		return err
+	}
+	if err := o.CheckConfig(filepath.Join(snap, f.name)); err != nil {
+		return &UnsupportedError{Repo: repo, Err: err}
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to path through a temporary file and a

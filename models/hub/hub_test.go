@@ -517,10 +517,12 @@ func TestNames(t *testing.T) {
 	if _, ok := ExpandAlias("gemma9"); ok {
 		t.Error("unknown alias expanded")
 	}
+	seen := map[string]bool{}
 	for _, a := range Aliases() {
-		if !IsRepoID(a[1]) {
-			t.Errorf("alias %s -> %q is not a repo id", a[0], a[1])
+		if !IsRepoID(a.Repo) || a.ModelType == "" || a.Name != strings.ToLower(a.Name) || seen[a.Name] {
+			t.Errorf("alias %+v: not a repo id, no model type, not lower case or listed twice", a)
 		}
+		seen[a.Name] = true
 	}
 	for s, want := range map[string]bool{"org/name": true, "mlx-community/Qwen3-0.6B-4bit": true, "org": false,
 		"org/name/x": false, "../x": false, "org/..": false, "a b/c": false, "/abs": false} {
@@ -534,5 +536,59 @@ func TestNames(t *testing.T) {
 		if WantFile(s) != want {
 			t.Errorf("WantFile(%q) = %v", s, !want)
 		}
+	}
+}
+
+// A repository whose config.json names a model type CheckConfig refuses
+// costs one small download: config.json is fetched first and checked, and
+// neither the weights nor the tokenizer are requested.
+func TestUnsupportedModelTypeFetchesConfigOnly(t *testing.T) {
+	h := newFakeHub()
+	h.files["config.json"] = []byte(`{"model_type":"olmo2"}`)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	opt, cache := testOptions(t, srv)
+	supported := []string{"gemma3n", "llama", "qwen3"}
+	opt.CheckConfig = func(path string) error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var c struct {
+			ModelType string `json:"model_type"`
+		}
+		if err := json.Unmarshal(data, &c); err != nil {
+			return err
+		}
+		for _, s := range supported {
+			if s == c.ModelType {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: model_type %q not supported (known: %s)", path, c.ModelType, strings.Join(supported, ", "))
+	}
+	_, err := Resolve(context.Background(), "gemma3n-e2b-4bit", opt)
+	var ue *UnsupportedError
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), `model_type "olmo2" not supported (known: gemma3n, llama, qwen3)`) ||
+		!strings.Contains(err.Error(), "only config.json of "+testRepo+" was downloaded") || strings.Contains(err.Error(), "not found") {
+		t.Fatalf("error %v", err)
+	}
+	for _, r := range h.takeRequests() {
+		if strings.HasPrefix(r, "GET ") && !strings.Contains(r, "/revision/") && !strings.HasSuffix(r, "/config.json") {
+			t.Errorf("request %q after the refused config.json", r)
+		}
+		if strings.HasPrefix(r, "HEAD ") && !strings.HasSuffix(r, "/config.json") {
+			t.Errorf("request %q after the refused config.json", r)
+		}
+	}
+	blobs, _ := os.ReadDir(filepath.Join(cache, repoFolder(testRepo), "blobs"))
+	if len(blobs) != 1 {
+		t.Errorf("%d blobs in the cache, want config.json's alone", len(blobs))
+	}
+	// A supported type downloads as usual, reusing the config.json blob.
+	supported = append(supported, "olmo2")
+	res, err := Resolve(context.Background(), "gemma3n-e2b-4bit", opt)
+	if err != nil || res.Source != "download" {
+		t.Fatalf("after allowing the type: %+v %v", res, err)
 	}
 }

@@ -49,7 +49,26 @@ type Options struct {
 	Progress func(Progress)
 	// Getenv reads the environment; default os.Getenv. Tests replace it.
 	Getenv func(string) string
+	// CheckConfig, when set, is called with the path of a repository's
+	// config.json as soon as it is on disk, before any other file is
+	// downloaded; an error (say, a model_type this build cannot run)
+	// stops the download with only config.json fetched. The error is
+	// returned as an *UnsupportedError.
+	CheckConfig func(configPath string) error
 }
+
+// UnsupportedError is a download stopped by Options.CheckConfig after
+// fetching config.json alone.
+type UnsupportedError struct {
+	Repo string
+	Err  error
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%v (only config.json of %s was downloaded)", e.Err, e.Repo)
+}
+
+func (e *UnsupportedError) Unwrap() error { return e.Err }
 
 func (o Options) getenv(k string) string {
 	if o.Getenv != nil {
@@ -129,69 +148,78 @@ func (o Options) dataDir() string {
 	return filepath.Join(xdg.DataHome, "mlxchat", "models")
 }
 
-// aliases maps short names to mlx-community repositories.
-func aliases() map[string]string {
-	return map[string]string{
-		"gemma3n-e2b":                "mlx-community/gemma-3n-E2B-it-4bit",
-		"gemma3n-e2b-4bit":           "mlx-community/gemma-3n-E2B-it-4bit",
-		"gemma3n-e2b-8bit":           "mlx-community/gemma-3n-E2B-it-8bit",
-		"gemma3n-e2b-bf16":           "mlx-community/gemma-3n-E2B-it-bf16",
-		"gemma3n-e4b":                "mlx-community/gemma-3n-E4B-it-4bit",
-		"gemma3n-e4b-4bit":           "mlx-community/gemma-3n-E4B-it-4bit",
-		"gemma3n-e4b-8bit":           "mlx-community/gemma-3n-E4B-it-8bit",
-		"gemma3n-e4b-bf16":           "mlx-community/gemma-3n-E4B-it-bf16",
-		"gemma3-1b-4bit":             "mlx-community/gemma-3-1b-it-4bit",
-		"gemma3-1b-qat":              "mlx-community/gemma-3-1b-it-qat-4bit",
-		"gemma3-4b-4bit":             "mlx-community/gemma-3-4b-it-4bit",
-		"gemma3-4b-qat":              "mlx-community/gemma-3-4b-it-qat-4bit",
-		"gemma3-12b-4bit":            "mlx-community/gemma-3-12b-it-4bit",
-		"gemma3-12b-qat":             "mlx-community/gemma-3-12b-it-qat-4bit",
-		"gemma-3-1b-it-4bit":         "mlx-community/gemma-3-1b-it-4bit",
-		"gemma-3-1b-it-qat":          "mlx-community/gemma-3-1b-it-qat-4bit",
-		"gemma-3-4b-it-4bit":         "mlx-community/gemma-3-4b-it-4bit",
-		"gemma-3-4b-it-qat":          "mlx-community/gemma-3-4b-it-qat-4bit",
-		"llama-3.2-1b-instruct-4bit": "mlx-community/Llama-3.2-1B-Instruct-4bit",
-		"llama-3.2-3b-instruct-4bit": "mlx-community/Llama-3.2-3B-Instruct-4bit",
-		"llama-3.1-8b-instruct-4bit": "mlx-community/Meta-Llama-3.1-8B-Instruct-4bit",
-		"llama3.2-1b":                "mlx-community/Llama-3.2-1B-Instruct-4bit",
-		"llama3.2-3b":                "mlx-community/Llama-3.2-3B-Instruct-4bit",
-		"qwen3-0.6b-4bit":            "mlx-community/Qwen3-0.6B-4bit",
-		"qwen3-1.7b-4bit":            "mlx-community/Qwen3-1.7B-4bit",
-		"qwen3-4b-4bit":              "mlx-community/Qwen3-4B-4bit",
-		"qwen3-8b-4bit":              "mlx-community/Qwen3-8B-4bit",
-		"qwen3-14b-4bit":             "mlx-community/Qwen3-14B-4bit",
-		"qwen3-0.6b-8bit":            "mlx-community/Qwen3-0.6B-8bit",
-		"qwen3-1.7b-8bit":            "mlx-community/Qwen3-1.7B-8bit",
-		"qwen3-4b-8bit":              "mlx-community/Qwen3-4B-8bit",
-		"qwen3-8b-8bit":              "mlx-community/Qwen3-8B-8bit",
-		"olmo-2-1b-instruct-4bit":    "mlx-community/OLMo-2-0425-1B-Instruct-4bit",
-		"command-r7b-4bit":           "mlx-community/c4ai-command-r7b-12-2024-4bit",
-	}
+// Alias is a short model name.
+type Alias struct {
+	Name string // what the user types, lower case
+	Repo string // the mlx-community repository it stands for
+	// ModelType is the repository's config.json model_type (aliases exist
+	// only for families this build runs; models' tests check that).
+	ModelType string
 }
 
-// Aliases returns the short model names and the repositories they stand
-// for, sorted by name.
-func Aliases() [][2]string {
-	m := aliases()
-	out := make([][2]string, 0, len(m))
-	for k, v := range m {
-		out = append(out, [2]string{k, v})
+// aliases lists the short names. Repositories are the mlx-community
+// conversions seen on the hub or referenced in public code
+// (FAMILIES.md §8).
+func aliases() []Alias {
+	var out []Alias
+	add := func(modelType, repo string, names ...string) {
+		for _, n := range names {
+			out = append(out, Alias{Name: n, Repo: "mlx-community/" + repo, ModelType: modelType})
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	add("gemma3n", "gemma-3n-E2B-it-4bit", "gemma3n-e2b", "gemma3n-e2b-4bit")
+	add("gemma3n", "gemma-3n-E2B-it-8bit", "gemma3n-e2b-8bit")
+	add("gemma3n", "gemma-3n-E2B-it-bf16", "gemma3n-e2b-bf16")
+	add("gemma3n", "gemma-3n-E4B-it-4bit", "gemma3n-e4b", "gemma3n-e4b-4bit")
+	add("gemma3n", "gemma-3n-E4B-it-8bit", "gemma3n-e4b-8bit")
+	add("gemma3n", "gemma-3n-E4B-it-bf16", "gemma3n-e4b-bf16")
+	add("gemma3_text", "gemma-3-1b-it-4bit", "gemma3-1b", "gemma3-1b-4bit", "gemma-3-1b-it-4bit")
+	add("gemma3_text", "gemma-3-1b-it-qat-4bit", "gemma3-1b-qat", "gemma-3-1b-it-qat")
+	add("gemma3", "gemma-3-4b-it-4bit", "gemma3-4b", "gemma3-4b-4bit", "gemma-3-4b-it-4bit")
+	add("gemma3", "gemma-3-4b-it-qat-4bit", "gemma3-4b-qat", "gemma-3-4b-it-qat")
+	add("gemma3", "gemma-3-12b-it-4bit", "gemma3-12b", "gemma3-12b-4bit")
+	add("gemma3", "gemma-3-12b-it-qat-4bit", "gemma3-12b-qat")
+	add("gemma3", "gemma-3-27b-it-4bit", "gemma3-27b-4bit")
+	add("gemma3", "gemma-3-text-27b-it-4bit", "gemma3-text-27b-4bit")
+	add("llama", "Llama-3.2-1B-Instruct-4bit", "llama3.2-1b", "llama3.2-1b-4bit", "llama-3.2-1b-instruct-4bit")
+	add("llama", "Llama-3.2-3B-Instruct-4bit", "llama3.2-3b", "llama3.2-3b-4bit", "llama-3.2-3b-instruct-4bit")
+	add("llama", "Meta-Llama-3.1-8B-Instruct-4bit", "llama3.1-8b", "llama3.1-8b-4bit", "llama-3.1-8b-instruct-4bit")
+	add("qwen3", "Qwen3-0.6B-4bit", "qwen3-0.6b", "qwen3-0.6b-4bit")
+	add("qwen3", "Qwen3-1.7B-4bit", "qwen3-1.7b", "qwen3-1.7b-4bit")
+	add("qwen3", "Qwen3-4B-4bit", "qwen3-4b", "qwen3-4b-4bit")
+	add("qwen3", "Qwen3-8B-4bit", "qwen3-8b", "qwen3-8b-4bit")
+	add("qwen3", "Qwen3-14B-4bit", "qwen3-14b", "qwen3-14b-4bit")
+	add("qwen3", "Qwen3-0.6B-8bit", "qwen3-0.6b-8bit")
+	add("qwen3", "Qwen3-1.7B-8bit", "qwen3-1.7b-8bit")
+	add("qwen3", "Qwen3-4B-8bit", "qwen3-4b-8bit")
+	add("qwen3", "Qwen3-8B-8bit", "qwen3-8b-8bit")
+	add("qwen3", "Qwen3-4B-Instruct-2507-4bit", "qwen3-4b-instruct-2507-4bit")
+	add("olmo3", "Olmo-3-7B-Instruct-4bit", "olmo3-7b", "olmo3-7b-4bit", "olmo3-7b-instruct-4bit")
+	add("olmo3", "Olmo-3-7B-Think-4bit", "olmo3-7b-think-4bit")
+	add("cohere2", "c4ai-command-r7b-12-2024-4bit", "command-r7b", "command-r7b-4bit")
+	return out
+}
+
+// Aliases returns the short model names, sorted by name.
+func Aliases() []Alias {
+	out := aliases()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
 // ExpandAlias maps a short name (case-insensitive), or the bare name of an
 // aliased mlx-community repository ("gemma-3n-E2B-it-4bit"), to its repo id.
 func ExpandAlias(name string) (repo string, ok bool) {
-	m := aliases()
+	all := aliases()
 	lower := strings.ToLower(name)
-	if r, ok := m[lower]; ok {
-		return r, true
+	for _, a := range all {
+		if a.Name == lower {
+			return a.Repo, true
+		}
 	}
-	for _, r := range m {
-		if strings.EqualFold(r[strings.IndexByte(r, '/')+1:], name) {
-			return r, true
+	for _, a := range all {
+		if strings.EqualFold(a.Repo[strings.IndexByte(a.Repo, '/')+1:], name) {
+			return a.Repo, true
 		}
 	}
 	return "", false
@@ -328,6 +356,10 @@ func Resolve(ctx context.Context, name string, opt Options) (Resolution, error) 
 	}
 	dir, derr := Download(ctx, res.Repo, opt)
 	if derr != nil {
+		var ue *UnsupportedError
+		if errors.As(derr, &ue) {
+			return res, fmt.Errorf("model %s: %w", displayName(name, res.Repo), derr)
+		}
 		if errors.Is(derr, errDiskFull) {
 			// The cause leads, so a cut-off line still shows it.
 			var df *diskFullError
