@@ -45,6 +45,15 @@ type Theme struct {
 	Prompt lipgloss.Style
 	// Border styles the rule between conversation and input.
 	Border lipgloss.Style
+	// Trimmed styles conversation text the model no longer attends
+	// (outside the live window): faint, in the dim colour.
+	Trimmed lipgloss.Style
+	// Cut styles the marker line where a message is cut by the live
+	// window, and the fit-check warning.
+	Cut lipgloss.Style
+	// Fold styles the header line of a folded or unfolded part of an
+	// answer (piece summaries; thinking).
+	Fold lipgloss.Style
 	// Progress is the colour (hex) of the model-loading progress bar.
 	Progress string
 }
@@ -78,6 +87,9 @@ func build(name, glamour string, p palette, noColor bool) Theme {
 		Paste:      c(lipgloss.NewStyle().Italic(true), p.paste),
 		Prompt:     c(lipgloss.NewStyle().Bold(true), p.accent),
 		Border:     c(lipgloss.NewStyle(), p.border),
+		Trimmed:    c(lipgloss.NewStyle().Faint(true), p.dim),
+		Cut:        c(lipgloss.NewStyle().Bold(true), p.flash),
+		Fold:       c(lipgloss.NewStyle().Italic(true), p.dim),
 		Progress:   p.progress,
 	}
 	if noColor {

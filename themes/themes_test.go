@@ -52,8 +52,10 @@ func TestNoColorDropsColours(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := th.Error.Render("x"); strings.Contains(got, "\x1b[3") || strings.Contains(got, "38;") {
-			t.Errorf("theme %s with NO_COLOR renders colour escapes: %q", n, got)
+		for name, st := range map[string]lipgloss.Style{"Error": th.Error, "Trimmed": th.Trimmed, "Cut": th.Cut, "Fold": th.Fold} {
+			if got := st.Render("x"); strings.Contains(got, "\x1b[3") || strings.Contains(got, "38;") {
+				t.Errorf("theme %s with NO_COLOR renders colour escapes in %s: %q", n, name, got)
+			}
 		}
 	}
 }

@@ -9,16 +9,35 @@
 // kvcache, tensor or metal. Only its tests import more: engine/enginetest
 // and tensor/cpu (see Tests).
 //
+// # Structure
+//
+// The bubbletea model (model.go) holds one phase (loading, idle, prefill,
+// decode, summarize, stopping, quit), which decides what keys do and what
+// the status line shows, and four components, each in its own file with
+// its own tests: the transcript (transcript.go: the turns, their cached
+// rendering, the viewport; every answer is rendered through
+// answerSegments and renderAnswer, where a foldable part of an answer is
+// one more segment), the editor (editor.go: the text area, the collapsed
+// pastes behind its labels, the input history), the status (status.go:
+// the notice line, the meter with its trim flash, progress and speed) and
+// the command palette (palette.go: the help of the command being typed,
+// Tab completion). send.go sends messages and follows the request in
+// flight, exec.go runs slash commands, save.go snapshots the conversation
+// for the autosave, view.go lays the screen out.
+//
 // # Tests
 //
-// Unit tests drive Model with messages and fake engines (model_test,
-// input_test, commands_test, store_test, load_test, statedir_test,
-// termwidth_test); the end-to-end tests (e2e_test, exit_test, run_test)
+// Each component has its tests (transcript_test, editor_test,
+// status_test, palette_test); the others drive the model with messages
+// and a fake engine (model_test, input_test, commands_test, store_test,
+// load_test, statedir_test, termwidth_test); the end-to-end tests (e2e_test, exit_test, run_test)
 // run the real engine on engine/enginetest's tiny model with tensor/cpu.
 // Two tests run the real program: they build the main package and
 // models/cmd/mkmodel (a build failure fails them) and drive the binary in
 // a tmux terminal. TestTmux types, pastes, changes /kv, stops a prefill
-// with Esc and quits. TestHostile sends SIGHUP, SIGTERM, SIGINT and
+// with Esc and quits; its screen after the paste's answer is a golden,
+// testdata/screen.txt, which is also the README's capture (speeds and
+// memory aside; go test ./ui -run TestTmux -update-screen rewrites both). TestHostile sends SIGHUP, SIGTERM, SIGINT and
 // SIGQUIT while an answer streams, gives it a state dir that is a file,
 // read-only or full (tmpfs mounts through unshare -rm, since root ignores
 // permission bits), kills it with -9 during saves, starts two chats in the
@@ -65,7 +84,8 @@
 //	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
 //
 // The bar is live/max KV keys in eighths of a cell; "∞" when /kv off. A Trim
-// event flashes the bar and shows "✂ N" for a moment. During prefill the
+// event flashes the bar and shows "✂ N" for a moment: N is how much the
+// meter's trimmed count grew since the flash began, so the two agree. During prefill the
 // second segment is "prefill 3/6 chunks · 412 tok/s" (from "prefill 0/6
 // chunks" as soon as the engine has tokenized the prompt).
 //

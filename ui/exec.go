@@ -19,7 +19,7 @@ import (
 // its file there).
 func (m *model) runCommand(c Command) (tea.Cmd, error) {
 	name := "/" + string(c.Name)
-	s := m.settings
+	s := m.set.cur
 	switch c.Name {
 	case CmdKV:
 		if c.Off {
@@ -28,8 +28,8 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		} else {
 			s.MaxKV = int(c.Int)
 			msg := fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV)
-			if m.meter.Live > s.MaxKV {
-				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.meter.Live)
+			if m.st.meter.Live > s.MaxKV {
+				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.st.meter.Live)
 			}
 			return nil, m.changeSettings(name, s, msg)
 		}
@@ -77,34 +77,35 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 	case CmdClear:
 		m.clear()
 	case CmdStats:
-		m.addInfo(m.statsText())
+		m.tr.addInfo(m.statsText())
 	case CmdTheme:
-		t, err := themes.Get(c.Text, m.noColor)
+		t, err := themes.Get(c.Text, m.sess.noColor)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if err := m.applyTheme(t); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		m.cfg.Theme = t.Name
-		m.refresh()
-		if m.cfgPath == "" {
+		m.tr.welcome = m.welcome()
+		m.sess.cfg.Theme = t.Name
+		m.tr.refresh()
+		if m.sess.cfgPath == "" {
 			m.setNotice("theme " + t.Name)
 			return nil, nil
 		}
-		if err := SaveTheme(m.cfgPath, t.Name); err != nil {
+		if err := SaveTheme(m.sess.cfgPath, t.Name); err != nil {
 			m.setError(fmt.Errorf("%s: theme %s is on, but not saved: %w", name, t.Name, err))
 			return nil, nil
 		}
-		m.setNotice(fmt.Sprintf("theme %s (saved to %s)", t.Name, m.cfgPath))
+		m.setNotice(fmt.Sprintf("theme %s (saved to %s)", t.Name, m.sess.cfgPath))
 	case CmdSave:
 		return nil, m.save(c.Text)
 	case CmdLoad:
 		return m.startLoad(c.Text)
 	case CmdModel:
-		m.addInfo(m.modelText())
+		m.tr.addInfo(m.modelText())
 	case CmdHelp:
-		m.addInfo(HelpText())
+		m.tr.addInfo(HelpText())
 	case CmdQuit:
 		m.quit()
 	}
@@ -117,12 +118,12 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	prev := m.settings
-	m.settings = s
-	m.meter.Max = s.MaxKV
-	id := m.eng.Submit(engine.UpdateSettings{Settings: s})
-	m.pendingSt[id] = prev
-	if m.gen != nil {
+	prev := m.set.cur
+	m.set.cur = s
+	m.st.meter.Max = s.MaxKV
+	id := m.sess.eng.Submit(engine.UpdateSettings{Settings: s})
+	m.set.pending[id] = prev
+	if m.phase.busy() {
 		okMsg += " (from the next answer)"
 	}
 	m.setNotice(okMsg)
@@ -132,43 +133,44 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 
 // clear starts a new conversation (and a new autosave file).
 func (m *model) clear() {
-	if m.gen != nil {
-		m.eng.Submit(engine.Cancel{ID: m.gen.id})
-		m.gen = nil
+	if m.req != nil {
+		m.sess.eng.Submit(engine.Cancel{ID: m.req.id})
+		m.req = nil
+		m.phase = phaseIdle
 	}
-	m.eng.Submit(engine.Reset{})
+	m.sess.eng.Submit(engine.Reset{})
 	m.autosave()
-	m.turns = nil
-	m.created = m.now()
-	if m.convDir != "" && *m.cfg.Autosave {
-		m.saver.start(m.convDir, m.created)
+	m.tr.reset()
+	m.created = m.sess.now()
+	if m.files.convDir != "" && *m.sess.cfg.Autosave {
+		m.files.saver.start(m.files.convDir, m.created)
 	}
-	m.meter.Live, m.meter.Seen, m.meter.Trimmed = 0, 0, 0
-	m.stats = nil
-	m.decodeTPS = 0
+	m.st.emptied()
+	m.st.stats = nil
+	m.st.decodeTPS = 0
 	m.setNotice("new conversation")
-	m.refresh()
+	m.tr.refresh()
 }
 
 // save writes the conversation to name (or the autosave file).
 func (m *model) save(name string) error {
 	if name == "" {
-		if m.saver.folder() == "" {
+		if m.files.saver.folder() == "" {
 			return fmt.Errorf("/save: autosave is off, expected a FILE name")
 		}
 		m.record(true)
-		path := m.saver.currentPath()
+		path := m.files.saver.currentPath()
 		if path == "" {
 			return fmt.Errorf("/save: nothing to save yet (no message, draft or system prompt)")
 		}
-		if err := m.saver.flush(); err != nil {
+		if err := m.files.saver.flush(); err != nil {
 			return fmt.Errorf("/save: %w", err)
 		}
-		m.setNotice("saved to " + m.saver.currentPath())
+		m.setNotice("saved to " + m.files.saver.currentPath())
 		return nil
 	}
-	path := resolveConversationPath(m.convDir, name)
-	if m.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
+	path := resolveConversationPath(m.files.convDir, name)
+	if m.files.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
 		path = name
 	}
 	if err := saveConversation(path, m.snapshot()); err != nil {
@@ -190,15 +192,15 @@ type loadedMsg struct {
 // command, off the UI goroutine, so a slow, huge or blocking file cannot
 // freeze the chat; applyLoad takes the result.
 func (m *model) startLoad(name string) (tea.Cmd, error) {
-	if m.gen != nil {
+	if m.phase.busy() {
 		return nil, errors.New("/load: an answer is running, press Esc first")
 	}
-	if m.loading != "" {
-		return nil, fmt.Errorf("/load: still reading %s", m.loading)
+	if m.jobs.loading != "" {
+		return nil, fmt.Errorf("/load: still reading %s", m.jobs.loading)
 	}
-	m.loading = name
+	m.jobs.loading = name
 	m.setNotice("reading " + name + "…")
-	convDir := m.convDir
+	convDir := m.files.convDir
 	return func() tea.Msg {
 		path, err := findConversation(convDir, name)
 		if err != nil {
@@ -238,13 +240,13 @@ func findConversation(convDir, name string) (string, error) {
 // into the editor. A failure leaves the chat as it was and puts the
 // command back into an empty editor, to be fixed.
 func (m *model) applyLoad(msg loadedMsg) {
-	m.loading = ""
-	if msg.err == nil && m.gen != nil {
+	m.jobs.loading = ""
+	if msg.err == nil && m.phase.busy() {
 		msg.err = errors.New("an answer started meanwhile, press Esc first")
 	}
 	if msg.err != nil {
-		if m.ta.Value() == "" {
-			m.ta.SetValue("/load " + msg.name)
+		if m.ed.value() == "" {
+			m.ed.ta.SetValue("/load " + msg.name)
 			m.afterEdit()
 		}
 		m.setError(fmt.Errorf("/load: %w", msg.err))
@@ -253,7 +255,7 @@ func (m *model) applyLoad(msg loadedMsg) {
 	path, c := msg.path, msg.file
 	fixed, repairs, unanswered := repairConversation(c)
 	m.autosave() // keep the conversation we are leaving
-	m.turns = m.turns[:0:0]
+	m.tr.reset()
 	for _, sm := range fixed.Messages {
 		t := turn{content: sm.Content, partial: sm.Partial}
 		switch {
@@ -270,15 +272,15 @@ func (m *model) applyLoad(msg loadedMsg) {
 			t.kind = turnAssistant
 			t.note = loadedNote(sm)
 		}
-		m.turns = append(m.turns, t)
+		m.tr.add(t)
 	}
 	draft, blocks := c.Draft, append([]pasteBlock(nil), c.DraftPastes...)
 	if unanswered != nil {
 		text := unanswered.Content
-		if isLongPaste(text, m.cfg.PasteMinChars, m.cfg.PasteMinLines) {
-			text = m.pastes.add(text, m.count) // collapsed again, exact text kept
-			blocks = append(m.pastes.blocks[len(m.pastes.blocks)-1:], blocks...)
-			m.pastes.blocks = nil
+		if isLongPaste(text, m.sess.cfg.PasteMinChars, m.sess.cfg.PasteMinLines) {
+			text = m.ed.pastes.add(text, m.sess.count) // collapsed again, exact text kept
+			blocks = append(m.ed.pastes.blocks[len(m.ed.pastes.blocks)-1:], blocks...)
+			m.ed.pastes.blocks = nil
 		}
 		if draft != "" {
 			text += "\n" + draft
@@ -286,29 +288,28 @@ func (m *model) applyLoad(msg loadedMsg) {
 		draft = text
 	}
 	if draft != "" {
-		if cur := m.ta.Value(); cur != "" {
+		if cur := m.ed.value(); cur != "" {
 			draft += "\n" + cur
-			blocks = append(blocks, m.pastes.present(cur)...)
+			blocks = append(blocks, m.ed.pastes.present(cur)...)
 		}
-		m.ta.SetValue(draft)
-		m.pastes.blocks = blocks
+		m.ed.set(draft, blocks)
 		m.afterEdit()
 	}
-	if c.System != m.settings.System {
-		s := m.settings
+	if c.System != m.set.cur.System {
+		s := m.set.cur
 		s.System = c.System
-		prev := m.settings
-		m.settings = s
-		m.pendingSt[m.eng.Submit(engine.UpdateSettings{Settings: s})] = prev
+		prev := m.set.cur
+		m.set.cur = s
+		m.set.pending[m.sess.eng.Submit(engine.UpdateSettings{Settings: s})] = prev
 	}
 	if !c.Created.IsZero() {
 		m.created = c.Created
 	}
-	if m.convDir != "" && *m.cfg.Autosave {
-		if abs, err := filepath.Abs(path); err == nil && filepath.Dir(abs) == filepath.Clean(m.convDir) {
-			m.saver.adopt(abs)
+	if m.files.convDir != "" && *m.sess.cfg.Autosave {
+		if abs, err := filepath.Abs(path); err == nil && filepath.Dir(abs) == filepath.Clean(m.files.convDir) {
+			m.files.saver.adopt(abs)
 		} else {
-			m.saver.start(m.convDir, m.now())
+			m.files.saver.start(m.files.convDir, m.sess.now())
 		}
 	}
 	notice := fmt.Sprintf("loaded %d messages from %s", len(c.Messages), path)
@@ -317,8 +318,8 @@ func (m *model) applyLoad(msg loadedMsg) {
 	}
 	m.setNotice(notice)
 	m.autosave()
-	m.refresh()
-	m.vp.GotoBottom()
+	m.tr.refresh()
+	m.tr.gotoBottom()
 }
 
 // repairConversation makes a loaded conversation one the model accepts:
@@ -405,23 +406,23 @@ func pronoun(n int) string {
 
 // addInfo appends command output to the view (not part of the chat).
 func (m *model) addInfo(text string) {
-	m.turns = append(m.turns, turn{kind: turnInfo, content: text})
-	m.refresh()
-	m.vp.GotoBottom()
+	m.tr.turns = append(m.tr.turns, turn{kind: turnInfo, content: text})
+	m.tr.refresh()
+	m.tr.gotoBottom()
 }
 
 func (m *model) statsText() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache  %s", meterText(m.meter))
-	if m.settings.MaxKV > 0 {
-		fmt.Fprintf(&b, " (cap %d, sink %d)", m.settings.MaxKV, m.settings.Normalize().SinkTokens)
+	fmt.Fprintf(&b, "cache  %s", meterText(m.st.meter))
+	if m.set.cur.MaxKV > 0 {
+		fmt.Fprintf(&b, " (cap %d, sink %d)", m.set.cur.MaxKV, m.set.cur.Normalize().SinkTokens)
 	} else {
 		b.WriteString(" (no cap)")
 	}
-	if m.meter.Trimmed > 0 {
-		fmt.Fprintf(&b, "\n       %d of %d tokens seen are no longer attended (trimmed to fit the cap)", m.meter.Trimmed, m.meter.Seen)
+	if m.st.meter.Trimmed > 0 {
+		fmt.Fprintf(&b, "\n       %d of %d tokens seen are no longer attended (trimmed to fit the cap)", m.st.meter.Trimmed, m.st.meter.Seen)
 	}
-	if s := m.stats; s != nil {
+	if s := m.st.stats; s != nil {
 		reused := fmt.Sprintf("%d reused", s.ReusedTokens)
 		if s.ReusedTrimmed > 0 {
 			reused += fmt.Sprintf(" of which %d were already trimmed", s.ReusedTrimmed)
@@ -474,8 +475,8 @@ func (m *model) modelText() string {
 	var b strings.Builder
 	i := m.info
 	fmt.Fprintf(&b, "model   %s", m.displayModel())
-	if m.modelDir != "" {
-		fmt.Fprintf(&b, "\ndir     %s", m.modelDir)
+	if m.sess.modelDir != "" {
+		fmt.Fprintf(&b, "\ndir     %s", m.sess.modelDir)
 	}
 	if i.ModelType != "" {
 		fmt.Fprintf(&b, "\ntype    %s · %d layers · vocab %d", i.ModelType, i.Layers, i.VocabSize)
@@ -487,7 +488,7 @@ func (m *model) modelText() string {
 		}
 		fmt.Fprintf(&b, "\nbackend %s · %s of weights per token", i.Backend, formatBytes(i.WeightBytes))
 	}
-	s := m.settings.Normalize()
+	s := m.set.cur.Normalize()
 	kv := "off"
 	if s.MaxKV > 0 {
 		kv = fmt.Sprint(s.MaxKV)

@@ -29,7 +29,7 @@ func TestQuitWhileStreamingSavesPartial(t *testing.T) {
 			press(m, tea.KeyEnter)
 		}},
 		{"signal", func(m *model) { update(m, signalMsg{}) }},
-		{"Run's exit save (ctx end, panic)", func(m *model) { m.record(false); _ = m.saver.flush() }},
+		{"Run's exit save (ctx end, panic)", func(m *model) { m.record(false); _ = m.files.saver.flush() }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestQuitWhileStreamingSavesPartial(t *testing.T) {
 			_, id := send(t, m, fe, "tell me a story")
 			events(m, engine.Token{Header: hdr(id, 0), Text: "Once upon a time", Tokens: 4})
 			tc.quit(m)
-			c := readConv(t, m.saver.currentPath())
+			c := readConv(t, m.files.saver.currentPath())
 			if len(c.Messages) != 2 {
 				t.Fatalf("saved %d messages, want the question and the partial answer: %+v", len(c.Messages), c.Messages)
 			}
@@ -48,7 +48,7 @@ func TestQuitWhileStreamingSavesPartial(t *testing.T) {
 			}
 			m2, _ := newTestModel(t)
 			ready(m2)
-			typeText(m2, "/load "+m.saver.currentPath())
+			typeText(m2, "/load "+m.files.saver.currentPath())
 			enter(m2)
 			if s := screen(m2); !strings.Contains(s, "Once upon a time") || !strings.Contains(s, "tiny-model · partial · interrupted") {
 				t.Errorf("loaded partial answer not shown as partial:\n%s", s)
@@ -65,12 +65,12 @@ func TestPeriodicSaveKeepsStreamedText(t *testing.T) {
 	_, id := send(t, m, fe, "count")
 	events(m, engine.Token{Header: hdr(id, 0), Text: "one two", Tokens: 2})
 	update(m, draftSaveMsg{})
-	if c := readConv(t, m.saver.currentPath()); len(c.Messages) != 2 || c.Messages[1].Content != "one two" || !c.Messages[1].Partial {
+	if c := readConv(t, m.files.saver.currentPath()); len(c.Messages) != 2 || c.Messages[1].Content != "one two" || !c.Messages[1].Partial {
 		t.Fatalf("save tick did not write the streaming answer: %+v", c.Messages)
 	}
 	// A finished answer is saved whole and not partial.
 	events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "one two three"})
-	if c := readConv(t, m.saver.currentPath()); c.Messages[1].Content != "one two three" || c.Messages[1].Partial || c.Messages[1].Note != "" {
+	if c := readConv(t, m.files.saver.currentPath()); c.Messages[1].Content != "one two three" || c.Messages[1].Partial || c.Messages[1].Note != "" {
 		t.Fatalf("finished answer saved as %+v", c.Messages[1])
 	}
 }

@@ -54,8 +54,8 @@ func FuzzParseConversation(f *testing.F) {
 		if strings.Join(in, "\n\n") != strings.Join(out, "\n\n") {
 			t.Fatalf("repair changed the text:\n in %q\nout %q", in, out)
 		}
-		m.ta.Reset()
-		m.pastes.reset()
+		m.ed.ta.Reset()
+		m.ed.pastes.reset()
 		m.applyLoad(loadedMsg{name: "fuzz", path: "fuzz.json", file: c})
 		conv := m.conversation()
 		for i, msg := range conv {

@@ -148,7 +148,7 @@ func TestLargePasteCountsOffTheUILoop(t *testing.T) {
 	doc := strings.Repeat("a paragraph of a long document\n", asyncCountBytes/30+1)
 	cmd := m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(doc), Paste: true})
 	typeText(m, " please")
-	v := m.ta.Value()
+	v := m.ed.value()
 	if !strings.Contains(v, "counting tokens…]") || !strings.HasSuffix(v, " please") {
 		t.Fatalf("editor %q, want the provisional label", v)
 	}
@@ -184,7 +184,7 @@ func TestLargePasteCountsOffTheUILoop(t *testing.T) {
 	if s := screen(m); !strings.Contains(s, want) || strings.Contains(s, "counting tokens…") {
 		t.Errorf("sent message not relabelled to %q:\n%s", want, s)
 	}
-	if h := m.history[len(m.history)-1]; h.Text != "see "+want+" please" || h.Pastes[0].Label != want {
+	if h := m.ed.history[len(m.ed.history)-1]; h.Text != "see "+want+" please" || h.Pastes[0].Label != want {
 		t.Errorf("history %+v", h)
 	}
 }
@@ -198,9 +198,9 @@ func TestReplaceInEditorKeepsCursor(t *testing.T) {
 	// Put the cursor after "cd" on the middle line.
 	press(m, tea.KeyUp)
 	update(m, tea.KeyMsg{Type: tea.KeyEnd})
-	m.replaceInEditor("[old]", "[a longer label]")
+	m.ed.replace("[old]", "[a longer label]")
 	typeText(m, "X")
-	if got := m.ta.Value(); got != "first line\nab [a longer label] cdX\nlast" {
+	if got := m.ed.value(); got != "first line\nab [a longer label] cdX\nlast" {
 		t.Errorf("editor %q", got)
 	}
 }

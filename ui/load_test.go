@@ -67,8 +67,8 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 			if conv := m.conversation(); len(conv) != 2 || conv[1].Content != "kept" {
 				t.Errorf("conversation changed: %+v", conv)
 			}
-			if m.ta.Value() != "/load "+tc.path {
-				t.Errorf("editor %q, want the command back to fix", m.ta.Value())
+			if m.ed.value() != "/load "+tc.path {
+				t.Errorf("editor %q, want the command back to fix", m.ed.value())
 			}
 		})
 	}
@@ -81,12 +81,12 @@ func TestLoadDoesNotBlockTheUI(t *testing.T) {
 	ready(m)
 	typeText(m, "/load /dev/zero")
 	press(m, tea.KeyEnter) // Update returns without running the read
-	if m.loading == "" || !strings.Contains(screen(m), "reading /dev/zero…") {
+	if m.jobs.loading == "" || !strings.Contains(screen(m), "reading /dev/zero…") {
 		t.Fatalf("no read in progress:\n%s", screen(m))
 	}
 	typeText(m, "typed meanwhile")
-	if m.ta.Value() != "typed meanwhile" {
-		t.Errorf("editor %q while a load runs", m.ta.Value())
+	if m.ed.value() != "typed meanwhile" {
+		t.Errorf("editor %q while a load runs", m.ed.value())
 	}
 }
 
@@ -172,7 +172,7 @@ func TestLoadRepairPutsUnansweredBack(t *testing.T) {
 	if s := noticeOf(screen(m)); !strings.Contains(s, "repaired: merged 1 user message") || !strings.Contains(s, "back in the editor") {
 		t.Errorf("notice %q does not say what was repaired", s)
 	}
-	v := m.ta.Value()
+	v := m.ed.value()
 	if !strings.HasPrefix(v, "[pasted") || !strings.HasSuffix(v, "\ndraft text") {
 		t.Errorf("editor %q, want the collapsed question, then the draft", v)
 	}

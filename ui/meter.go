@@ -8,9 +8,14 @@ import (
 // meterWidth is the number of cells of the live-window bar.
 const meterWidth = 10
 
-// meterState is what the status line shows about the KV cache.
+// meterState is what the status line shows about the KV cache: live
+// keys of the cap, tokens seen and trimmed, the sliding window, pinned
+// tokens, and the cache's memory and precision.
 type meterState struct {
 	Live, Max, Seen, Trimmed, Window int
+	Pinned                           int
+	KVBytes                          int64
+	KVBits                           int
 }
 
 // eighths are the partial-cell glyphs, index = eighths filled (0..8).
@@ -50,30 +55,19 @@ func meterBar(live, max, width int) string {
 }
 
 // meterText is the numbers after the bar, e.g.
-// "1024/1024 live · 2631 seen · 1607 trimmed · swa 512".
-func meterText(s meterState) string {
-	max := "∞"
-	if s.Max > 0 {
-		max = fmt.Sprint(s.Max)
-	}
-	t := fmt.Sprintf("%d/%s live · %d seen · %d trimmed", s.Live, max, s.Seen, s.Trimmed)
-	if s.Window > 0 {
-		t += fmt.Sprintf(" · swa %d", s.Window)
-	}
-	return t
-}
+// "1024/1024 live · 2631 seen · 1607 trimmed · 120 pinned · swa 512 · KV 1.2 MB (8-bit)"
+// (pinned, the sliding window and the KV memory only when there are).
+func meterText(s meterState) string { return meterTextAt(s, 0) }
 
 // meterLevels is how many forms meterTextAt has, from full (0) to the most
 // compact.
 const meterLevels = 4
 
 // meterTextAt is meterText made shorter as level grows, for a status line
-// that must also fit the prefill progress: 1 drops the sliding window, 2
-// abbreviates large counts (12.3k), 3 also drops the seen count.
+// that must also fit the prefill progress: 1 drops the sliding window and
+// the KV memory, 2 abbreviates large counts (12.3k), 3 also drops the seen
+// count.
 func meterTextAt(s meterState, level int) string {
-	if level <= 0 {
-		return meterText(s)
-	}
 	max := "∞"
 	if s.Max > 0 {
 		max = fmt.Sprint(s.Max)
@@ -86,7 +80,23 @@ func meterTextAt(s meterState, level int) string {
 	if level < 3 {
 		t += " · " + num(s.Seen) + " seen"
 	}
-	return t + " · " + num(s.Trimmed) + " trimmed"
+	t += " · " + num(s.Trimmed) + " trimmed"
+	if s.Pinned > 0 {
+		t += " · " + num(s.Pinned) + " pinned"
+	}
+	if level > 0 {
+		return t
+	}
+	if s.Window > 0 {
+		t += fmt.Sprintf(" · swa %d", s.Window)
+	}
+	if s.KVBytes > 0 {
+		t += " · KV " + formatBytes(s.KVBytes)
+		if s.KVBits == 8 {
+			t += " (8-bit)"
+		}
+	}
+	return t
 }
 
 // shortCount abbreviates counts of 10,000 and more: 12345 -> "12.3k",

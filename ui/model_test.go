@@ -153,7 +153,7 @@ func TestStreamingTokens(t *testing.T) {
 	if len(g.Conversation) != 1 || g.Conversation[0] != (engine.Message{Role: "user", Content: "hello"}) {
 		t.Fatalf("Generate conversation = %#v", g.Conversation)
 	}
-	if got := m.ta.Value(); got != "" {
+	if got := m.ed.value(); got != "" {
 		t.Errorf("editor not cleared after send: %q", got)
 	}
 	events(m,
@@ -187,7 +187,7 @@ func TestStreamingTokens(t *testing.T) {
 	events(m, engine.Token{Header: hdr(id, 3*time.Second), Text: "ld.\n\n- one\n- two", Tokens: 5})
 	events(m, engine.Stats{Header: hdr(id, 3*time.Second), DecodeTokPerSec: 23.4, MemoryBytes: 3 << 29})
 	events(m, engine.Done{Header: hdr(id, 3*time.Second), Reason: engine.DoneStop, Text: "Hello **bold** world.\n\n- one\n- two", Tokens: 5})
-	if m.gen != nil {
+	if m.req != nil {
 		t.Fatal("generation still active after Done")
 	}
 	s = screen(m)
@@ -279,11 +279,11 @@ func TestMeterAfterTrims(t *testing.T) {
 	if !strings.Contains(s, "✂ 1607") {
 		t.Errorf("trim does not flash:\n%s", s)
 	}
-	update(m, flashOffMsg{seq: m.flashSeq - 1}) // a stale timer does nothing
+	update(m, flashOffMsg{seq: m.st.flash.seq - 1}) // a stale timer does nothing
 	if !strings.Contains(screen(m), "✂") {
 		t.Error("stale flash timer ended the flash")
 	}
-	update(m, flashOffMsg{seq: m.flashSeq})
+	update(m, flashOffMsg{seq: m.st.flash.seq})
 	if strings.Contains(screen(m), "✂") {
 		t.Error("flash did not end")
 	}
@@ -334,8 +334,8 @@ func TestKVCommand(t *testing.T) {
 		t.Errorf("/kv 64 not reflected:\n%s", s)
 	}
 	events(m, engine.SettingsChanged{Header: hdr(id, 0), Settings: us.Settings})
-	if m.confirmed.MaxKV != 64 {
-		t.Errorf("confirmed MaxKV = %d", m.confirmed.MaxKV)
+	if m.set.confirmed.MaxKV != 64 {
+		t.Errorf("confirmed MaxKV = %d", m.set.confirmed.MaxKV)
 	}
 	typeText(m, "/kv off")
 	press(m, tea.KeyEnter)
@@ -348,8 +348,8 @@ func TestKVCommand(t *testing.T) {
 	}
 	// The engine refuses a setting: the old one comes back.
 	events(m, engine.Error{Header: hdr(id, 0), Err: errors.New("max-kv-size: nope")})
-	if m.settings.MaxKV != 64 || !strings.Contains(screen(m), "settings not changed: max-kv-size: nope") {
-		t.Errorf("refused setting not reverted: %d\n%s", m.settings.MaxKV, screen(m))
+	if m.set.cur.MaxKV != 64 || !strings.Contains(screen(m), "settings not changed: max-kv-size: nope") {
+		t.Errorf("refused setting not reverted: %d\n%s", m.set.cur.MaxKV, screen(m))
 	}
 }
 
@@ -371,14 +371,14 @@ func TestBadCommand(t *testing.T) {
 			update(m, tea.WindowSizeMsg{Width: 160, Height: 30}) // every error fits one line
 			ready(m)
 			before := screen(m)
-			settings := m.settings
+			settings := m.set.cur
 			typeText(m, tc.line)
 			enter(m)
 			if n := len(fe.requests()); n != 0 {
 				t.Errorf("bad command submitted %d requests: %#v", n, fe.requests())
 			}
-			if !reflect.DeepEqual(m.settings, settings) {
-				t.Errorf("settings changed: %+v", m.settings)
+			if !reflect.DeepEqual(m.set.cur, settings) {
+				t.Errorf("settings changed: %+v", m.set.cur)
 			}
 			s := screen(m)
 			if !strings.Contains(s, "✗ "+tc.want) {
@@ -397,8 +397,8 @@ func TestBadCommand(t *testing.T) {
 					t.Errorf("line %d changed: %q -> %q", i, bl[i], sl[i])
 				}
 			}
-			if m.ta.Value() != tc.line {
-				t.Errorf("the command was not left in the editor to fix: %q", m.ta.Value())
+			if m.ed.value() != tc.line {
+				t.Errorf("the command was not left in the editor to fix: %q", m.ed.value())
 			}
 		})
 	}
@@ -441,8 +441,8 @@ func TestCancelBeforeAnswerRestoresMessage(t *testing.T) {
 	_, id := send(t, m, fe, "question")
 	press(m, tea.KeyEsc)
 	events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled})
-	if m.ta.Value() != "question" {
-		t.Errorf("editor = %q, want the message back", m.ta.Value())
+	if m.ed.value() != "question" {
+		t.Errorf("editor = %q, want the message back", m.ed.value())
 	}
 	if len(m.conversation()) != 0 {
 		t.Errorf("conversation not rolled back: %#v", m.conversation())
@@ -481,7 +481,7 @@ func TestCancelBeforeAnswerKeepsDraft(t *testing.T) {
 			press(m, tea.KeyEsc)
 			events(m, tc.event(id))
 			want := "Summarize [pasted: ~"
-			if v := m.ta.Value(); !strings.HasPrefix(v, want) || !strings.Contains(v, "\nand also [pasted") {
+			if v := m.ed.value(); !strings.HasPrefix(v, want) || !strings.Contains(v, "\nand also [pasted") {
 				t.Fatalf("editor = %q, want the question, then the draft", v)
 			}
 			if s := screen(m); !strings.Contains(s, tc.note) {
@@ -513,11 +513,11 @@ func TestPasteCollapse(t *testing.T) {
 			ready(m)
 			typeText(m, "Summarize: ")
 			paste(m, strings.ReplaceAll(doc, "\n", "\r\n"))
-			if got := m.ta.Value(); got != "Summarize: "+tc.label {
+			if got := m.ed.value(); got != "Summarize: "+tc.label {
 				t.Fatalf("editor = %q, want the collapsed label %q", got, tc.label)
 			}
-			if m.ta.LineCount() != 1 {
-				t.Errorf("collapsed paste takes %d lines", m.ta.LineCount())
+			if m.ed.ta.LineCount() != 1 {
+				t.Errorf("collapsed paste takes %d lines", m.ed.ta.LineCount())
 			}
 			if s := screen(m); !strings.Contains(s, tc.label) {
 				t.Errorf("label not on screen:\n%s", s)
@@ -538,18 +538,18 @@ func TestPasteShortAndExpand(t *testing.T) {
 	m, fe := newTestModel(t)
 	ready(m)
 	paste(m, "short one")
-	if m.ta.Value() != "short one" {
-		t.Errorf("short paste = %q", m.ta.Value())
+	if m.ed.value() != "short one" {
+		t.Errorf("short paste = %q", m.ed.value())
 	}
-	m.ta.Reset()
+	m.ed.ta.Reset()
 	lines := strings.Repeat("x\n", 9) // 10 lines: collapsed by the line rule
 	paste(m, lines)
-	if !strings.HasPrefix(m.ta.Value(), "[pasted: ") {
-		t.Fatalf("9-newline paste not collapsed: %q", m.ta.Value())
+	if !strings.HasPrefix(m.ed.value(), "[pasted: ") {
+		t.Fatalf("9-newline paste not collapsed: %q", m.ed.value())
 	}
 	press(m, tea.KeyCtrlE)
-	if m.ta.Value() != lines {
-		t.Errorf("Ctrl+E did not expand: %q", m.ta.Value())
+	if m.ed.value() != lines {
+		t.Errorf("Ctrl+E did not expand: %q", m.ed.value())
 	}
 	press(m, tea.KeyEnter)
 	g, _ := lastOf[engine.Generate](t, fe)
@@ -598,7 +598,7 @@ func TestResize(t *testing.T) {
 			}
 		}
 	}
-	if !m.vp.AtBottom() {
+	if !m.tr.vp.AtBottom() {
 		t.Error("streaming view does not follow the bottom after resize")
 	}
 }
@@ -609,30 +609,30 @@ func TestScrollback(t *testing.T) {
 	_, id := send(t, m, fe, "q")
 	events(m, engine.Token{Header: hdr(id, 0), Text: strings.Repeat("para\n\n", 60), Tokens: 60})
 	update(m, frameMsg{})
-	if !m.vp.AtBottom() {
+	if !m.tr.vp.AtBottom() {
 		t.Fatal("not following the stream")
 	}
 	press(m, tea.KeyPgUp)
-	if m.vp.AtBottom() {
+	if m.tr.vp.AtBottom() {
 		t.Fatal("PgUp did not scroll")
 	}
-	off := m.vp.YOffset
+	off := m.tr.vp.YOffset
 	events(m, engine.Token{Header: hdr(id, 0), Text: "more\n\n", Tokens: 61})
 	update(m, frameMsg{})
-	if m.vp.YOffset != off {
+	if m.tr.vp.YOffset != off {
 		t.Error("new tokens moved a scrolled-up view")
 	}
 	if !strings.Contains(screen(m), "PgDn") {
 		t.Error("no hint that more text is below")
 	}
 	update(m, tea.MouseMsg{Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
-	if m.vp.YOffset <= off {
+	if m.tr.vp.YOffset <= off {
 		t.Error("mouse wheel did not scroll")
 	}
 	press(m, tea.KeyPgDown)
 	press(m, tea.KeyPgDown)
 	press(m, tea.KeyPgDown)
-	if !m.vp.AtBottom() {
+	if !m.tr.vp.AtBottom() {
 		t.Error("PgDn did not return to the bottom")
 	}
 }
@@ -646,21 +646,21 @@ func TestHistory(t *testing.T) {
 	}
 	typeText(m, "draft")
 	press(m, tea.KeyUp)
-	if m.ta.Value() != "second" {
-		t.Errorf("Up: %q", m.ta.Value())
+	if m.ed.value() != "second" {
+		t.Errorf("Up: %q", m.ed.value())
 	}
 	press(m, tea.KeyUp)
 	press(m, tea.KeyUp) // stays at the oldest
-	if m.ta.Value() != "first" {
-		t.Errorf("Up Up: %q", m.ta.Value())
+	if m.ed.value() != "first" {
+		t.Errorf("Up Up: %q", m.ed.value())
 	}
 	press(m, tea.KeyDown)
 	press(m, tea.KeyDown)
-	if m.ta.Value() != "draft" {
-		t.Errorf("Down back to the draft: %q", m.ta.Value())
+	if m.ed.value() != "draft" {
+		t.Errorf("Down back to the draft: %q", m.ed.value())
 	}
 	// History persists for the next session.
-	h, err := loadHistory(m.histPath)
+	h, err := loadHistory(m.files.histPath)
 	if err != nil || len(h) != 2 || h[1].Text != "second" {
 		t.Errorf("history file: %v %#v", err, h)
 	}
@@ -674,8 +674,8 @@ func TestNewlineKeys(t *testing.T) {
 	typeText(m, "b")
 	press(m, tea.KeyCtrlJ)
 	typeText(m, "c")
-	if m.ta.Value() != "a\nb\nc" {
-		t.Fatalf("editor = %q", m.ta.Value())
+	if m.ed.value() != "a\nb\nc" {
+		t.Fatalf("editor = %q", m.ed.value())
 	}
 	if len(fe.requests()) != 0 {
 		t.Fatal("newline keys sent the message")
@@ -692,7 +692,7 @@ func TestCtrlCTwiceQuits(t *testing.T) {
 	ready(m)
 	_, id := send(t, m, fe, "q")
 	press(m, tea.KeyCtrlC)
-	if m.quitting {
+	if m.phase == phaseQuit {
 		t.Fatal("one Ctrl+C quit")
 	}
 	if c, _ := lastOf[engine.Cancel](t, fe); c.ID != id {
@@ -701,18 +701,18 @@ func TestCtrlCTwiceQuits(t *testing.T) {
 	if !strings.Contains(screen(m), quitHint) {
 		t.Error("no hint after the first Ctrl+C")
 	}
-	update(m, quitDisarm{seq: m.quitSeq})
+	update(m, quitDisarm{seq: m.quitArm.seq})
 	press(m, tea.KeyCtrlC)
-	if m.quitting {
+	if m.phase == phaseQuit {
 		t.Fatal("Ctrl+C after the window expired quit")
 	}
 	typeText(m, "x") // any other key disarms
 	press(m, tea.KeyCtrlC)
-	if m.quitting {
+	if m.phase == phaseQuit {
 		t.Fatal("Ctrl+C, key, Ctrl+C quit")
 	}
 	cmd := press(m, tea.KeyCtrlC)
-	if !m.quitting || cmd == nil {
+	if !(m.phase == phaseQuit) || cmd == nil {
 		t.Fatal("Ctrl+C twice did not quit")
 	}
 }
@@ -722,15 +722,15 @@ func TestCompletion(t *testing.T) {
 	ready(m)
 	typeText(m, "/th")
 	press(m, tea.KeyTab)
-	if m.ta.Value() != "/theme " {
-		t.Fatalf("Tab: %q", m.ta.Value())
+	if m.ed.value() != "/theme " {
+		t.Fatalf("Tab: %q", m.ed.value())
 	}
 	typeText(m, "h")
 	press(m, tea.KeyTab)
-	if m.ta.Value() != "/theme high-contrast" {
-		t.Fatalf("Tab on theme: %q", m.ta.Value())
+	if m.ed.value() != "/theme high-contrast" {
+		t.Fatalf("Tab on theme: %q", m.ed.value())
 	}
-	m.ta.Reset()
+	m.ed.ta.Reset()
 	typeText(m, "/t")
 	press(m, tea.KeyTab)
 	if s := screen(m); !strings.Contains(s, "/temp  /topp  /topk  /theme") {
@@ -754,8 +754,8 @@ func TestHelpStatsModelTheme(t *testing.T) {
 			t.Errorf("%s: %q not on screen:\n%s", c.cmd, c.want, s)
 		}
 	}
-	if m.theme.Name != "light" || m.md.style != "light" {
-		t.Errorf("theme not switched: %s / %s", m.theme.Name, m.md.style)
+	if m.theme.Name != "light" || m.tr.md.style != "light" {
+		t.Errorf("theme not switched: %s / %s", m.theme.Name, m.tr.md.style)
 	}
 }
 
@@ -770,8 +770,8 @@ func TestLoadingView(t *testing.T) {
 	}
 	typeText(m, "early") // the editor takes input while the model loads
 	press(m, tea.KeyEnter)
-	if m.ta.Value() != "early" || len(fe.requests()) != 0 {
-		t.Errorf("message sent or lost while loading: %q %v", m.ta.Value(), fe.requests())
+	if m.ed.value() != "early" || len(fe.requests()) != 0 {
+		t.Errorf("message sent or lost while loading: %q %v", m.ed.value(), fe.requests())
 	}
 	if s := screen(m); !strings.Contains(s, "still loading") || len(strings.Split(s, "\n")) != 30 {
 		t.Errorf("loading screen:\n%s", s)
@@ -808,7 +808,7 @@ func TestGenerationError(t *testing.T) {
 	if !strings.Contains(s, "answer failed: shape mismatch") || !strings.Contains(s, "half") {
 		t.Errorf("error not shown with the partial answer:\n%s", s)
 	}
-	if m.gen != nil {
+	if m.req != nil {
 		t.Error("still generating")
 	}
 }
@@ -829,13 +829,13 @@ func readConv(t *testing.T, path string) conversationFile {
 func TestAutosave(t *testing.T) {
 	m, fe := newTestModel(t)
 	ready(m)
-	if p := m.saver.currentPath(); p != "" {
+	if p := m.files.saver.currentPath(); p != "" {
 		t.Fatalf("autosave file %s named before anything was saved", p)
 	}
 	doc := strings.Repeat("a long pasted document\n", 100)
 	paste(m, doc)
-	path := m.saver.currentPath()
-	if filepath.Dir(path) != filepath.Join(m.stateDir, "conversations") {
+	path := m.files.saver.currentPath()
+	if filepath.Dir(path) != filepath.Join(m.files.stateDir, "conversations") {
 		t.Fatalf("autosave path %s", path)
 	}
 	c := readConv(t, path) // a paste is saved at once
@@ -871,7 +871,7 @@ func TestSaveLoadClear(t *testing.T) {
 	events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "Hello."})
 	typeText(m, "/save mine")
 	press(m, tea.KeyEnter)
-	saved := filepath.Join(m.stateDir, "conversations", "mine.json")
+	saved := filepath.Join(m.files.stateDir, "conversations", "mine.json")
 	if !strings.Contains(screen(m), "saved to "+saved) {
 		t.Fatalf("/save notice:\n%s", screen(m))
 	}
@@ -888,15 +888,15 @@ func TestSaveLoadClear(t *testing.T) {
 	typeText(m, "/load mine")
 	enter(m)
 	conv := m.conversation()
-	if len(conv) != 2 || conv[1].Content != "Hello." || m.settings.System != "Be brief." {
-		t.Fatalf("/load: %#v system %q", conv, m.settings.System)
+	if len(conv) != 2 || conv[1].Content != "Hello." || m.set.cur.System != "Be brief." {
+		t.Fatalf("/load: %#v system %q", conv, m.set.cur.System)
 	}
 	us, _ := lastOf[engine.UpdateSettings](t, fe)
 	if us.Settings.System != "Be brief." {
 		t.Errorf("loaded system prompt not sent: %+v", us.Settings)
 	}
-	if m.saver.currentPath() != saved {
-		t.Errorf("autosave after /load of a state file goes to %s", m.saver.currentPath())
+	if m.files.saver.currentPath() != saved {
+		t.Errorf("autosave after /load of a state file goes to %s", m.files.saver.currentPath())
 	}
 }
 
@@ -910,8 +910,8 @@ func TestSendWhileGenerating(t *testing.T) {
 	if len(fe.requests()) != n {
 		t.Error("second message sent while answering")
 	}
-	if m.ta.Value() != "two" || !strings.Contains(screen(m), "still answering") {
-		t.Errorf("second message not kept with a hint: %q", m.ta.Value())
+	if m.ed.value() != "two" || !strings.Contains(screen(m), "still answering") {
+		t.Errorf("second message not kept with a hint: %q", m.ed.value())
 	}
 }
 

@@ -134,7 +134,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if herr != nil && m.stateWarning == "" { // an unusable state dir says so already
+	if herr != nil && m.files.stateWarning == "" { // an unusable state dir says so already
 		m.setError(herr)
 	}
 	// runProgram handles the signals: bubbletea's own handler blocks for
@@ -165,8 +165,8 @@ func Run(ctx context.Context, opts Options) error {
 			m.record(false)
 		}()
 	}
-	saveErr := m.saver.flush()
-	if p := m.saver.currentPath(); opts.Report != nil && p != "" && saveErr == nil {
+	saveErr := m.files.saver.flush()
+	if p := m.files.saver.currentPath(); opts.Report != nil && p != "" && saveErr == nil {
 		if _, err := os.Stat(p); err == nil {
 			fmt.Fprintf(opts.Report, "conversation saved to %s (reopen it with /load %s)\n", p, strings.TrimSuffix(filepath.Base(p), ".json"))
 		}
@@ -180,7 +180,7 @@ func Run(ctx context.Context, opts Options) error {
 	case m.fatal != nil:
 		return m.fatal
 	case errors.Is(runErr, tea.ErrProgramPanic):
-		return fmt.Errorf("ui crashed (conversation saved to %s): %w", m.saver.currentPath(), runErr)
+		return fmt.Errorf("ui crashed (conversation saved to %s): %w", m.files.saver.currentPath(), runErr)
 	case errors.Is(runErr, tea.ErrInterrupted):
 		return errors.Join(saveErr)
 	case runErr != nil:
@@ -275,8 +275,8 @@ func (m *model) filterInput(in io.Reader) (io.Reader, func(), error) {
 		restore()
 		return nil, nil, fmt.Errorf("terminal input: %w", err)
 	}
-	m.input = newPasteInput()
-	go func() { _ = m.input.copy(pw, src) }()
+	m.sess.input = newPasteInput()
+	go func() { _ = m.sess.input.copy(pw, src) }()
 	stop := func() {
 		src.Cancel()
 		// Closing the write end ends bubbletea's reader (EOF); the read end

@@ -73,13 +73,13 @@ func TestStateDirIsAFile(t *testing.T) {
 	if s := screen(m); !strings.Contains(s, "not a directory") || !strings.Contains(s, "saves to") {
 		t.Errorf("no warning about the state dir:\n%s", s)
 	}
-	if !strings.HasPrefix(m.convDir, os.TempDir()) {
-		t.Fatalf("conversations go to %q, want a temporary folder", m.convDir)
+	if !strings.HasPrefix(m.files.convDir, os.TempDir()) {
+		t.Fatalf("conversations go to %q, want a temporary folder", m.files.convDir)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(m.convDir)) })
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(m.files.convDir)) })
 	_, id := send(t, m, fe, "still works")
 	events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "yes"})
-	if c := readConv(t, m.saver.currentPath()); len(c.Messages) != 2 {
+	if c := readConv(t, m.files.saver.currentPath()); len(c.Messages) != 2 {
 		t.Errorf("fallback autosave holds %+v", c.Messages)
 	}
 }
@@ -93,8 +93,8 @@ func TestAutosaveFailureMovesOnce(t *testing.T) {
 		t.Run(cause.Error(), func(t *testing.T) {
 			m, fe := newTestModel(t)
 			ready(m)
-			home := m.convDir
-			m.saver.save = func(path string, c conversationFile) error {
+			home := m.files.convDir
+			m.files.saver.save = func(path string, c conversationFile) error {
 				if strings.HasPrefix(path, home) {
 					return fmt.Errorf("writing %s: %w", path, &os.PathError{Op: "write", Path: path + ".tmp", Err: cause})
 				}
@@ -107,7 +107,7 @@ func TestAutosaveFailureMovesOnce(t *testing.T) {
 			if !strings.HasPrefix(notice, "✗ "+cause.Error()) {
 				t.Errorf("notice %q does not start with the cause %q", notice, cause)
 			}
-			moved := m.saver.currentPath()
+			moved := m.files.saver.currentPath()
 			t.Cleanup(func() { os.RemoveAll(filepath.Dir(moved)) })
 			if strings.HasPrefix(moved, home) || !strings.HasPrefix(moved, os.TempDir()) {
 				t.Fatalf("conversation not moved to a temporary folder: %s", moved)

@@ -76,7 +76,7 @@ func TestAutosaveOffWritesNothing(t *testing.T) {
 	ready(m)
 	send(t, m, fe, "secret")
 	m.finish()
-	if files, _ := filepath.Glob(filepath.Join(m.stateDir, "conversations", "*")); len(files) != 0 {
+	if files, _ := filepath.Glob(filepath.Join(m.files.stateDir, "conversations", "*")); len(files) != 0 {
 		t.Errorf("autosave off still wrote %v", files)
 	}
 	typeText(m, "/save")

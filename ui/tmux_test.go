@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-var updateScreen = flag.Bool("update-screen", false, "tmux test: write the captured screen to testdata/screen.txt")
+var updateScreen = flag.Bool("update-screen", false, "TestTmux: write the captured screen to testdata/screen.txt and the README's capture")
 
 // TestTmux runs the real binary in a tmux terminal with a tiny synthetic
 // Gemma 3n model (models/cmd/mkmodel) and a tiny word-level tokenizer:
@@ -77,11 +77,10 @@ func TestTmux(t *testing.T) {
 	if !sawPrefill {
 		t.Log("prefill progress was never captured (prefill was faster than the poll)")
 	}
-	if *updateScreen {
-		if err := os.WriteFile(filepath.Join("testdata", "screen.txt"), []byte(trimScreen(scr)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The screen is a golden (testdata/screen.txt, also the README's
+	// capture), once the trim flash is over.
+	tm.waitFor("the trim flash to end", 10*time.Second, func(s string) bool { return !strings.Contains(s, "✂") })
+	checkScreenGolden(t, trimScreen(tm.capture()))
 
 	// 4. Esc stops a long prefill between chunks; the message is kept.
 	tm.keys("-l", "/chunk 4")
@@ -318,4 +317,99 @@ func writeTinyTokenizer(t *testing.T, dir string) (tokJSON, tokCfg string) {
 		}
 	}
 	return tokJSON, tokCfg
+}
+
+// screenGolden is the golden screen of TestTmux; the README shows it.
+const screenGolden = "testdata/screen.txt"
+
+// volatileRE matches the parts of a screen that change from run to run:
+// speeds and memory.
+var volatileRE = regexp.MustCompile(`(decode|prefill) [0-9.]+ tok/s|mem [0-9.]+ [KMG]?B|· [0-9.]+ tok/s`)
+
+// normalizeScreen replaces the volatile parts of a screen by placeholders.
+func normalizeScreen(s string) string {
+	return volatileRE.ReplaceAllStringFunc(s, func(v string) string {
+		switch {
+		case strings.HasPrefix(v, "mem "):
+			return "mem <N>"
+		case strings.HasPrefix(v, "· "):
+			return "· <N> tok/s"
+		}
+		return strings.Fields(v)[0] + " <N> tok/s"
+	})
+}
+
+// checkScreenGolden compares a captured screen with the golden, speeds
+// and memory aside, and checks that the README shows the golden. With
+// -update-screen it writes both instead.
+func checkScreenGolden(t *testing.T, got string) {
+	t.Helper()
+	readmePath := filepath.Join(moduleRoot(t), "README.md")
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end, err := readmeCapture(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateScreen {
+		if err := os.WriteFile(screenGolden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		updated := string(readme[:start]) + got + string(readme[end:])
+		if err := os.WriteFile(readmePath, []byte(updated), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(screenGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if normalizeScreen(got) != normalizeScreen(string(want)) {
+		t.Errorf("the screen differs from %s (speeds and memory aside); if the change is meant, run go test ./ui -run TestTmux -update-screen\n%s",
+			screenGolden, lineDiff(normalizeScreen(string(want)), normalizeScreen(got)))
+	}
+	if shown := string(readme[start:end]); shown != string(want) {
+		t.Errorf("README.md's capture is not %s; run go test ./ui -run TestTmux -update-screen\n%s", screenGolden, lineDiff(string(want), shown))
+	}
+}
+
+// readmeCapture finds the README's screen capture: the body of the first
+// fenced block after the "## What it looks like" heading.
+func readmeCapture(readme string) (start, end int, err error) {
+	h := strings.Index(readme, "## What it looks like")
+	if h < 0 {
+		return 0, 0, fmt.Errorf("README.md has no \"## What it looks like\" section")
+	}
+	open := strings.Index(readme[h:], "\n```\n")
+	if open < 0 {
+		return 0, 0, fmt.Errorf("README.md's \"What it looks like\" has no fenced block")
+	}
+	start = h + open + len("\n```\n")
+	close := strings.Index(readme[start:], "```\n")
+	if close < 0 {
+		return 0, 0, fmt.Errorf("README.md's screen capture is not closed")
+	}
+	return start, start + close, nil
+}
+
+// lineDiff lists the lines that differ between want and got.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want %q\n   got %q\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
 }

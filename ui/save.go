@@ -1,0 +1,154 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"mlxchat/engine"
+)
+
+// files is where the session keeps what it writes, and the state of the
+// autosave.
+type files struct {
+	saver    *autosaver
+	stateDir string // where history.json goes ("" = nowhere)
+	convDir  string // where conversations go ("" = nowhere)
+	histPath string
+	// stateWarning says why the state dir given was not used (shown once).
+	stateWarning string
+	// saveErr is the last save error shown, so a save that keeps failing
+	// the same way is reported once, not on every tick.
+	saveErr string
+	// lastDraft and lastStreamed are the draft and the length of the
+	// streaming answer at the last snapshot, so the periodic save writes
+	// only when they changed.
+	lastDraft    string
+	lastStreamed int
+}
+
+// snapshot is the conversation as it would be saved now.
+func (m *model) snapshot() conversationFile {
+	c := conversationFile{
+		Model:   m.displayModel(),
+		Created: m.created,
+		Updated: m.sess.now(),
+		System:  m.set.cur.System,
+	}
+	for _, t := range m.tr.turns {
+		switch t.kind {
+		case turnUser:
+			sm := savedMessage{Role: engine.RoleUser, Content: t.content}
+			if t.display != t.content {
+				sm.Display = t.display
+			}
+			c.Messages = append(c.Messages, sm)
+		case turnAssistant:
+			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note)}
+			if t.stream != nil {
+				if t.stream.text == "" {
+					continue // nothing streamed yet: the question stays unanswered
+				}
+				sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted
+			}
+			c.Messages = append(c.Messages, sm)
+		}
+	}
+	c.Draft, c.DraftPastes = m.draft()
+	return c
+}
+
+// draft is what a save keeps of the unsent input: the editor's text and
+// its pastes.
+func (m *model) draft() (string, []pasteBlock) {
+	v := m.ed.value()
+	return v, m.ed.pastes.present(v)
+}
+
+// loadedNote is the label note of a loaded answer: "partial", with the
+// reason it ended when the file gives one ("partial · interrupted").
+func loadedNote(sm savedMessage) string {
+	if !sm.Partial {
+		return ""
+	}
+	if n := savedNote(sm.Note); n != "" {
+		return "partial · " + n
+	}
+	return "partial"
+}
+
+// savedNote is the reason a partial answer ended, without the "partial"
+// that loadedNote adds for display.
+func savedNote(note string) string {
+	note = strings.TrimPrefix(note, "partial")
+	return strings.TrimPrefix(note, " · ")
+}
+
+// autosave writes the conversation now.
+func (m *model) autosave() {
+	m.record(true)
+}
+
+// record hands the saver a fresh snapshot; write forces a write now.
+func (m *model) record(write bool) {
+	m.files.lastDraft = m.ed.value()
+	m.files.lastStreamed = m.streamedLen()
+	m.saveFailed(m.files.saver.set(m.snapshot(), write))
+}
+
+// saveFailed shows an autosave error, once for as long as it repeats.
+func (m *model) saveFailed(err error) {
+	if err == nil {
+		m.files.saveErr = ""
+		return
+	}
+	if err.Error() == m.files.saveErr {
+		return
+	}
+	m.files.saveErr = err.Error()
+	m.setError(fmt.Errorf("autosave: %w", err))
+}
+
+// saveDraft records the conversation when the draft or the streaming
+// answer changed since the last snapshot; write forces a write now (after a
+// paste).
+func (m *model) saveDraft(write bool) {
+	if !write && m.ed.value() == m.files.lastDraft && m.streamedLen() == m.files.lastStreamed {
+		return
+	}
+	m.record(write)
+}
+
+// streamedLen is the length of the answer streaming now (0 if none).
+func (m *model) streamedLen() int {
+	if m.req == nil || m.tr.turns[m.req.turn].stream == nil {
+		return 0
+	}
+	return len(m.tr.turns[m.req.turn].stream.text)
+}
+
+// pushHistory adds a sent input to the history and writes it.
+func (m *model) pushHistory(h historyEntry) {
+	m.ed.push(h, m.sess.cfg.HistoryLimit)
+	if m.files.histPath != "" {
+		if err := saveHistory(m.files.histPath, historyForDisk(m.ed.history), m.sess.cfg.HistoryLimit); err != nil {
+			m.setError(err)
+		}
+	}
+}
+
+// historyForDisk leaves out entries whose pastes are very large, so the
+// history file stays small; they remain in memory for this session.
+func historyForDisk(h []historyEntry) []historyEntry {
+	const maxPasteBytes = 256 << 10
+	out := make([]historyEntry, 0, len(h))
+	for _, e := range h {
+		n := 0
+		for _, p := range e.Pastes {
+			n += len(p.Content)
+		}
+		if n <= maxPasteBytes {
+			out = append(out, e)
+		}
+	}
+	return out
+}

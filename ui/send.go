@@ -1,0 +1,269 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"mlxchat/engine"
+)
+
+// jobs is the work the UI has handed off its goroutine: pastes whose
+// tokens are being counted, and a /load being read.
+type jobs struct {
+	// counting holds the pastes whose tokens are being counted, by label.
+	counting    map[string]countJob
+	countNotice string // the progress notice last shown
+	countFrame  int
+	// loading is the /load argument being read ("" = none).
+	loading string
+}
+
+func newJobs() jobs { return jobs{counting: map[string]countJob{}} }
+
+// countJob is a paste whose tokens are being counted.
+type countJob struct {
+	bytes int
+	start time.Time
+}
+
+// Messages of the token count of a large paste.
+type (
+	pasteCountedMsg struct{ label, final string }
+	countTickMsg    struct{}
+)
+
+const countTickEvery = 100 * time.Millisecond
+
+func countTick() tea.Cmd {
+	return tea.Tick(countTickEvery, func(time.Time) tea.Msg { return countTickMsg{} })
+}
+
+// submit sends the editor's content: a command or a message.
+func (m *model) submit() tea.Cmd {
+	text := m.ed.value()
+	present := m.ed.present()
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if IsCommand(text) && len(present) == 0 {
+		c, err := ParseCommand(text)
+		if err != nil {
+			m.setError(err)
+			return nil
+		}
+		m.pushHistory(historyEntry{Text: strings.TrimSpace(text)})
+		m.ed.ta.Reset()
+		cmd, err := m.runCommand(c)
+		if err != nil {
+			m.ed.ta.SetValue(text) // the command stays in the editor to be fixed
+			m.setError(err)
+		}
+		m.afterEdit()
+		return cmd
+	}
+	switch {
+	case m.phase == phaseLoading:
+		m.setError(fmt.Errorf("the model is still loading; your message stays here until it is ready"))
+		return nil
+	case m.phase.busy():
+		m.setError(fmt.Errorf("still answering: press Esc to stop it, then send"))
+		return nil
+	}
+	full := m.ed.full()
+	if t := strings.TrimSpace(full); strings.HasPrefix(t, "//") {
+		full = strings.Replace(full, "//", "/", 1)
+		text = strings.Replace(text, "//", "/", 1)
+	}
+	m.pushHistory(historyEntry{Text: text, Pastes: present})
+	m.ed.clear()
+	m.afterEdit()
+	m.st.clearNotice()
+	m.tr.add(turn{kind: turnUser, content: full, display: text, pastes: present})
+	m.autosave()
+	m.startGenerate()
+	return nil
+}
+
+// startGenerate asks for the answer to the conversation so far.
+func (m *model) startGenerate() {
+	conv, turnOf := m.tr.conversation()
+	id := m.sess.eng.Submit(engine.Generate{Conversation: conv})
+	at := m.tr.add(turn{kind: turnAssistant, stream: &stream{}})
+	m.req = &request{id: id, turn: at, turnOf: turnOf}
+	m.phase = phasePrefill
+	m.st.started()
+	m.tr.refresh()
+	m.tr.gotoBottom()
+}
+
+// streamed appends a Token event's text to the answer.
+func (m *model) streamed(e engine.Token) {
+	r := m.req
+	if r.first.IsZero() {
+		r.first = e.At
+	}
+	if m.phase == phasePrefill {
+		m.phase = phaseDecode
+	}
+	r.tokens = e.Tokens
+	if dt := e.At.Sub(r.first).Seconds(); dt > 0 && r.tokens > 1 {
+		m.st.decodeTPS = float64(r.tokens-1) / dt
+	}
+	m.tr.turns[r.turn].stream.text += e.Text
+	m.tr.dirty = true
+}
+
+// endRequest closes the answer of the request in flight (its Done or
+// Error). An answer that never produced text is removed together with its
+// question, which goes back into the editor, so nothing is lost and the
+// chat keeps alternating roles.
+func (m *model) endRequest(text string, reason engine.DoneReason, err error) {
+	r := m.req
+	m.req = nil
+	quitting := m.phase == phaseQuit
+	if !quitting {
+		m.phase = phaseIdle
+	}
+	m.st.started()
+	t := &m.tr.turns[r.turn]
+	if text == "" && t.stream != nil {
+		text = t.stream.text
+	}
+	if text == "" && (err != nil || reason == engine.DoneCancelled) {
+		m.restoreQuestion(r.turn, err)
+		return
+	}
+	t.content = text
+	t.stream = nil
+	m.tr.changed(r.turn)
+	switch {
+	case err != nil:
+		t.partial, t.note = true, "failed"
+		m.setError(fmt.Errorf("answer failed: %w", err))
+	case reason == engine.DoneCancelled && quitting:
+		t.partial, t.note = true, noteInterrupted // the chat is ending, the user did not stop it
+	case reason == engine.DoneCancelled:
+		t.partial, t.note = true, "stopped"
+		m.setNotice("stopped; the partial answer is kept")
+	case reason == engine.DoneMaxTokens:
+		t.partial, t.note = true, "max tokens"
+		m.setNotice(fmt.Sprintf("answer cut at /max %d tokens", m.set.cur.MaxTokens))
+	case reason == engine.DoneLoop:
+		t.partial, t.note = true, "repeating"
+		m.setNotice("stopped: the answer started repeating itself")
+	}
+	m.autosave()
+	m.tr.refresh()
+}
+
+// restoreQuestion drops the empty answer at turn i and puts its question
+// back into the editor, above anything typed meanwhile.
+func (m *model) restoreQuestion(i int, err error) {
+	q := m.tr.turns[i-1]
+	m.tr.turns = m.tr.turns[:i-1]
+	m.tr.dirty = true
+	back, blocks := q.content, []pasteBlock(nil)
+	if len(q.pastes) > 0 {
+		back, blocks = q.display, append(blocks, q.pastes...)
+	}
+	where := "in the editor"
+	if draft := m.ed.value(); draft != "" {
+		back += "\n" + draft
+		blocks = append(blocks, m.ed.pastes.blocks...)
+		where = "in the editor, above what you typed meanwhile"
+	}
+	m.ed.set(back, blocks)
+	m.afterEdit()
+	if err != nil {
+		m.setError(fmt.Errorf("answer failed (your message is back %s): %w", where, err))
+	} else {
+		m.setNotice("stopped before the answer began; your message is back " + where)
+	}
+	m.autosave()
+	m.tr.refresh()
+}
+
+// handlePaste inserts a bracketed paste: short ones as text, long ones as one
+// collapsed block whose exact text is kept aside.
+func (m *model) handlePaste(s string) tea.Cmd {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	if !isLongPaste(s, m.sess.cfg.PasteMinChars, m.sess.cfg.PasteMinLines) && editorSafe(s) {
+		m.ed.insert(s)
+		m.afterEdit()
+		m.saveDraft(true)
+		return nil
+	}
+	if m.sess.count == nil || len(s) < asyncCountBytes {
+		m.ed.insert(m.ed.pastes.add(s, m.sess.count))
+		m.afterEdit()
+		m.saveDraft(true)
+		return nil
+	}
+	label, seq := m.ed.pastes.addCounting(s)
+	m.ed.insert(label)
+	m.afterEdit()
+	m.saveDraft(true)
+	return m.countAsync(label, seq, s)
+}
+
+// countAsync counts the tokens of a large paste off the UI goroutine;
+// the notice line shows the progress until pasteCounted swaps its label.
+func (m *model) countAsync(label string, seq int, s string) tea.Cmd {
+	first := len(m.jobs.counting) == 0
+	m.jobs.counting[label] = countJob{bytes: len(s), start: m.sess.now()}
+	m.showCounting()
+	count := m.sess.count
+	cmds := []tea.Cmd{func() tea.Msg {
+		n, est := countTokens(count, s)
+		return pasteCountedMsg{label: label, final: pasteLabel(n, est, len(s), seq)}
+	}}
+	if first {
+		cmds = append(cmds, countTick())
+	}
+	return tea.Batch(cmds...)
+}
+
+// countTick refreshes the counting progress while a count runs.
+func (m *model) countTick() tea.Cmd {
+	if len(m.jobs.counting) == 0 {
+		return nil
+	}
+	if m.st.notice.text == m.jobs.countNotice {
+		m.showCounting()
+	}
+	return countTick()
+}
+
+// showCounting puts the count's progress on the notice line: the size
+// being tokenized and the time so far.
+func (m *model) showCounting() {
+	total, since := 0, m.sess.now()
+	for _, j := range m.jobs.counting {
+		total += j.bytes
+		if j.start.Before(since) {
+			since = j.start
+		}
+	}
+	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+	el := m.sess.now().Sub(since)
+	m.jobs.countFrame++
+	m.setNotice(fmt.Sprintf("%s counting the tokens of the %s paste… %.1f s (Enter sends it meanwhile)",
+		frames[m.jobs.countFrame%len(frames)], formatBytes(int64(total)), el.Seconds()))
+	m.jobs.countNotice = m.st.notice.text
+}
+
+// pasteCounted swaps a counted paste's provisional label for the final one
+// wherever it is: the editor, the sent message, the history.
+func (m *model) pasteCounted(msg pasteCountedMsg) {
+	delete(m.jobs.counting, msg.label)
+	m.ed.relabel(msg.label, msg.final)
+	m.tr.relabel(msg.label, msg.final)
+	if len(m.jobs.counting) == 0 && m.st.notice.text == m.jobs.countNotice {
+		m.setNotice(fmt.Sprintf("paste counted: %s", strings.Trim(msg.final, "[]")))
+	}
+	m.saveDraft(false)
+}

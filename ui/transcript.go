@@ -1,0 +1,322 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"mlxchat/engine"
+	"mlxchat/themes"
+)
+
+// turnKind is what a block of the conversation view is.
+type turnKind int
+
+const (
+	turnUser turnKind = iota
+	turnAssistant
+	turnInfo  // command output; not part of the chat
+	turnError // a failed request; not part of the chat
+)
+
+// turn is one block of the conversation view.
+type turn struct {
+	kind    turnKind
+	content string       // exact text (sent to / received from the model)
+	display string       // user turns: the text with pastes collapsed
+	pastes  []pasteBlock // user turns: the pastes behind the labels in display
+	partial bool         // assistant answer stopped early
+	note    string       // assistant: why it stopped early
+
+	stream *stream // assistant answer while it streams
+	out    string  // cached rendering, already fitted to the viewport
+	outOK  bool
+	outKey renderKey // what the cached rendering was made for
+}
+
+// renderKey is what a turn's cached rendering depends on besides the turn.
+type renderKey struct {
+	width, fit int
+	unfold     bool
+}
+
+// transcript is the conversation component: the turns, their rendering
+// (cached per turn; a streaming answer re-renders only its unfinished
+// tail) and the scrollable viewport that shows them.
+type transcript struct {
+	turns   []turn
+	vp      viewport.Model
+	md      *markdown
+	theme   themes.Theme
+	profile termenv.Profile
+	width   int    // screen width: text wraps at width-2
+	label   string // the model's short name, for answer labels
+	welcome string // shown while there is no turn
+	// unfold shows the folded parts of answers (Ctrl+O).
+	unfold bool
+	dirty  bool
+}
+
+func newTranscript(t themes.Theme, profile termenv.Profile, width int) (transcript, error) {
+	tr := transcript{theme: t, profile: profile, width: width, label: "model"}
+	tr.vp = viewport.New(width, 10)
+	tr.vp.KeyMap = viewport.KeyMap{} // keys go to the editor; PgUp/PgDn come through the model
+	md, err := newMarkdown(t.Glamour, tr.mdWidth(), profile)
+	if err != nil {
+		return tr, err
+	}
+	tr.md = md
+	return tr, nil
+}
+
+func (tr *transcript) mdWidth() int { return min(tr.width-2, 120) }
+
+// setTheme switches the styles and the markdown renderer.
+func (tr *transcript) setTheme(t themes.Theme) error {
+	md, err := newMarkdown(t.Glamour, tr.mdWidth(), tr.profile)
+	if err != nil {
+		return err
+	}
+	tr.theme, tr.md = t, md
+	tr.invalidate()
+	return nil
+}
+
+// resize sets the screen width and the viewport's size.
+func (tr *transcript) resize(width, vpWidth, vpHeight int) {
+	tr.width = width
+	if tr.md != nil && tr.md.width != max(tr.mdWidth(), 10) {
+		if md, err := newMarkdown(tr.theme.Glamour, tr.mdWidth(), tr.profile); err == nil {
+			tr.md = md
+		}
+		tr.invalidate()
+	}
+	wasBottom := tr.vp.AtBottom()
+	tr.vp.Width, tr.vp.Height = vpWidth, vpHeight
+	if wasBottom {
+		tr.vp.GotoBottom()
+	}
+}
+
+// invalidate drops every cached rendering.
+func (tr *transcript) invalidate() {
+	for i := range tr.turns {
+		tr.turns[i].outOK = false
+		if tr.turns[i].stream != nil {
+			tr.turns[i].stream.reset()
+		}
+	}
+	tr.dirty = true
+}
+
+// add appends a turn and returns its index.
+func (tr *transcript) add(t turn) int {
+	tr.turns = append(tr.turns, t)
+	tr.dirty = true
+	return len(tr.turns) - 1
+}
+
+// addInfo appends command output (not part of the chat) and shows it.
+func (tr *transcript) addInfo(text string) {
+	tr.add(turn{kind: turnInfo, content: text})
+	tr.refresh()
+	tr.vp.GotoBottom()
+}
+
+// reset drops every turn.
+func (tr *transcript) reset() {
+	tr.turns = nil
+	tr.dirty = true
+}
+
+// changed marks turn i for rendering again.
+func (tr *transcript) changed(i int) {
+	tr.turns[i].outOK = false
+	tr.dirty = true
+}
+
+// isMessage reports whether a turn is part of the chat sent to the model.
+func (t *turn) isMessage() bool {
+	return t.kind == turnUser || (t.kind == turnAssistant && t.stream == nil)
+}
+
+// conversation is the chat so far as engine messages (user and finished
+// assistant turns; the system prompt travels in Settings.System), and for
+// each message the index of its turn.
+func (tr *transcript) conversation() ([]engine.Message, []int) {
+	var msgs []engine.Message
+	var at []int
+	for i := range tr.turns {
+		t := &tr.turns[i]
+		if !t.isMessage() {
+			continue
+		}
+		role := engine.RoleUser
+		if t.kind == turnAssistant {
+			role = engine.RoleAssistant
+		}
+		msgs = append(msgs, engine.Message{Role: role, Content: t.content})
+		at = append(at, i)
+	}
+	return msgs, at
+}
+
+// toggleFold shows or hides the folded parts of answers.
+func (tr *transcript) toggleFold() bool {
+	tr.unfold = !tr.unfold
+	tr.dirty = true
+	return tr.unfold
+}
+
+// relabel renames a paste block in the sent turns.
+func (tr *transcript) relabel(old, label string) {
+	for i := range tr.turns {
+		t := &tr.turns[i]
+		if t.kind == turnUser && strings.Contains(t.display, old) {
+			t.display = strings.Replace(t.display, old, label, 1)
+			t.pastes = relabelBlocks(t.pastes, old, label)
+			tr.changed(i)
+		}
+	}
+}
+
+// refresh re-renders the conversation into the viewport. Finished turns
+// come from their cache (rendered and fitted once); only a streaming
+// answer's unfinished tail is rendered again on a frame.
+func (tr *transcript) refresh() {
+	tr.dirty = false
+	parts := make([]string, 0, len(tr.turns))
+	for i := range tr.turns {
+		parts = append(parts, tr.renderTurn(&tr.turns[i]))
+	}
+	// fitWidth works line by line, so fitting each turn equals fitting the
+	// joined text.
+	content := strings.Join(parts, "\n\n")
+	if len(tr.turns) == 0 {
+		content = fitWidth(tr.welcome, tr.vp.Width)
+	}
+	wasBottom := tr.vp.AtBottom() || tr.vp.TotalLineCount() <= tr.vp.Height
+	tr.vp.SetContent(content)
+	if wasBottom {
+		tr.vp.GotoBottom()
+	}
+}
+
+// view is the visible part of the conversation.
+func (tr *transcript) view(width int) string { return truncateLines(tr.vp.View(), width) }
+
+func (tr *transcript) atBottom() bool { return tr.vp.AtBottom() }
+func (tr *transcript) pageUp()        { tr.vp.PageUp() }
+func (tr *transcript) pageDown()      { tr.vp.PageDown() }
+func (tr *transcript) gotoBottom()    { tr.vp.GotoBottom() }
+
+// scroll passes a mouse event (the wheel) to the viewport.
+func (tr *transcript) scroll(msg tea.MouseMsg) tea.Cmd {
+	var c tea.Cmd
+	tr.vp, c = tr.vp.Update(msg)
+	return c
+}
+
+// renderTurn renders one block fitted to the viewport width, from cache
+// when nothing changed.
+func (tr *transcript) renderTurn(t *turn) string {
+	key := renderKey{width: tr.width, fit: tr.vp.Width, unfold: tr.unfold}
+	if t.stream == nil && t.outOK && t.outKey == key {
+		return t.out
+	}
+	w := tr.width
+	var out string
+	switch t.kind {
+	case turnUser:
+		out = tr.labelLine("you", tr.theme.UserLabel, t) + "\n" + tr.renderUser(t, w)
+	case turnAssistant:
+		out = tr.labelLine(tr.label, tr.theme.ModelLabel, t) + "\n" + tr.renderAnswer(t)
+	case turnInfo:
+		out = indent(tr.theme.Info.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
+	case turnError:
+		out = indent(tr.theme.Error.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
+	}
+	out = fitWidth(out, tr.vp.Width)
+	if t.stream == nil {
+		t.out, t.outOK, t.outKey = out, true, key
+	}
+	return out
+}
+
+// labelLine is a message's label line: the name and its note (why a
+// partial answer ended).
+func (tr *transcript) labelLine(name string, style lipgloss.Style, t *turn) string {
+	s := style.Render(name)
+	if t.note != "" {
+		s += tr.theme.Dim.Render(" · " + t.note)
+	}
+	return s
+}
+
+// renderUser renders a user turn's text: the display form, pastes as
+// styled labels.
+func (tr *transcript) renderUser(t *turn, w int) string {
+	s := sanitize(t.display)
+	for _, p := range t.pastes {
+		s = strings.Replace(s, p.Label, tr.theme.Paste.Render(p.Label), 1)
+	}
+	return indent(ansi.Wrap(tr.theme.UserText.Render(s), w-2, ""), "  ")
+}
+
+// segment is one part of an answer as shown: the answer text itself, or
+// a part that is folded under it (piece summaries; thinking blocks) with
+// a one-line title while folded.
+type segment struct {
+	folded bool   // a foldable part (shown only when unfolded)
+	title  string // the fold's header line
+	text   string // markdown
+}
+
+// answerSegments splits an answer into what renderAnswer shows: the
+// answer text, then the foldable parts. Every answer goes through here,
+// so a new kind of foldable part (a model's thinking, say) only adds
+// segments.
+func answerSegments(t *turn) []segment {
+	if t.kind != turnAssistant {
+		return nil
+	}
+	return []segment{{text: t.content}}
+}
+
+// renderAnswer renders an answer: its text as markdown (a streaming one
+// through its stream, which re-renders only the unfinished tail), then its
+// foldable parts, folded to a header line unless unfolded.
+func (tr *transcript) renderAnswer(t *turn) string {
+	if t.stream != nil {
+		body := t.stream.update(tr.md, sanitize)
+		if body == "" {
+			body = "  " + tr.theme.Dim.Render("…")
+		}
+		return body
+	}
+	var parts []string
+	for _, seg := range answerSegments(t) {
+		if !seg.folded {
+			parts = append(parts, tr.md.render(sanitize(seg.text)))
+			continue
+		}
+		if !tr.unfold {
+			parts = append(parts, "  "+tr.theme.Fold.Render("▸ "+seg.title+" (Ctrl+O shows them)"))
+			continue
+		}
+		parts = append(parts, "  "+tr.theme.Fold.Render("▾ "+seg.title+" (Ctrl+O hides them)"), tr.md.render(sanitize(seg.text)))
+	}
+	return strings.Join(parts, "\n")
+}
+
+func indent(s, pad string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = pad + l
+	}
+	return strings.Join(lines, "\n")
+}
