@@ -27,7 +27,8 @@ func TestBindingEncodesWithoutReflection(t *testing.T) {
 			funcs[fd.Name.Name] = fd
 		}
 	}
-	perDispatch := []string{"SetPipeline", "SetBytes", "SetBuffer", "DispatchThreadgroups", "EndEncoding", "Commit", "WaitUntilCompleted"}
+	perDispatch := []string{"SetPipeline", "SetBytes", "SetBuffer", "SetBufferOffset", "MemoryBarrier", "DispatchThreadgroups", "EndEncoding",
+		"Retain", "Commit", "WaitUntilCompleted", "Release"}
 	seen := map[string]bool{}
 	var visit func(name string)
 	visit = func(name string) {

@@ -29,7 +29,7 @@ type selectors struct {
 	newBuf, newBufBytes, newBufNoCopy, contents, length                       objc.SEL
 	newLib, setFastMath, setLangVer, newFn, newPipe, maxThreads, staticTG     objc.SEL
 	newQueue, cmdBuf, computeEnc, setPipe, setBytes, setBuf, dispatch, endEnc objc.SEL
-	commit, wait, status, errorSel, count, objectAt                           objc.SEL
+	commit, wait, status, errorSel, count, objectAt, retain, setBufOff, bar   objc.SEL
 }
 
 // device implements mtl.Device; object is every other Metal object (which
@@ -80,8 +80,9 @@ func newDevice() (*device, error) {
 		&s.contents: "contents", &s.length: "length", &s.newLib: "newLibraryWithSource:options:error:",
 		&s.setFastMath: "setFastMathEnabled:", &s.setLangVer: "setLanguageVersion:", &s.newFn: "newFunctionWithName:",
 		&s.newPipe: "newComputePipelineStateWithFunction:error:", &s.maxThreads: "maxTotalThreadsPerThreadgroup",
-		&s.staticTG: "staticThreadgroupMemoryLength", &s.newQueue: "newCommandQueue", &s.cmdBuf: "commandBuffer",
-		&s.computeEnc: "computeCommandEncoder", &s.setPipe: "setComputePipelineState:", &s.setBytes: "setBytes:length:atIndex:",
+		&s.staticTG: "staticThreadgroupMemoryLength", &s.newQueue: "newCommandQueue", &s.cmdBuf: "commandBufferWithUnretainedReferences",
+		&s.computeEnc: "computeCommandEncoderWithDispatchType:", &s.retain: "retain", &s.setBufOff: "setBufferOffset:atIndex:",
+		&s.bar: "memoryBarrierWithScope:", &s.setPipe: "setComputePipelineState:", &s.setBytes: "setBytes:length:atIndex:",
 		&s.setBuf: "setBuffer:offset:atIndex:", &s.dispatch: "dispatchThreadgroups:threadsPerThreadgroup:",
 		&s.endEnc: "endEncoding", &s.commit: "commit", &s.wait: "waitUntilCompleted", &s.status: "status",
 		&s.errorSel: "error", &s.count: "count", &s.objectAt: "objectAtIndex:",
@@ -100,7 +101,7 @@ func newDevice() (*device, error) {
 			return
 		}
 		if objc.Send[uint64](list, s.count) > 0 {
-			d.id = list.Send(s.objectAt, uint64(0)).Send(objc.RegisterName("retain"))
+			d.id = list.Send(s.objectAt, uint64(0)).Send(s.retain)
 		}
 		list.Send(s.release)
 	})
@@ -156,17 +157,17 @@ func (d *device) SupportsFamily(f mtl.GPUFamily) bool {
 func (d *device) MaxBufferLength() int            { return int(objc.Send[uint64](d.id, d.s.maxBuf)) }
 func (d *device) MaxThreadgroupMemoryLength() int { return int(objc.Send[uint64](d.id, d.s.maxTG)) }
 
-func (d *device) NewBuffer(n int) (mtl.Buffer, error) {
-	return d.made(d.id.Send(d.s.newBuf, uint64(n), uint64(0)), fmt.Sprintf("newBufferWithLength(%d)", n))
+func (d *device) NewBuffer(n int, o mtl.ResourceOptions) (mtl.Buffer, error) {
+	return d.made(d.id.Send(d.s.newBuf, uint64(n), uint64(o)), fmt.Sprintf("newBufferWithLength(%d)", n))
 }
 
-func (d *device) NewBufferWithBytes(b []byte) (mtl.Buffer, error) {
+func (d *device) NewBufferWithBytes(b []byte, o mtl.ResourceOptions) (mtl.Buffer, error) {
 	defer runtime.KeepAlive(b)
-	return d.made(d.id.Send(d.s.newBufBytes, unsafe.Pointer(&b[0]), uint64(len(b)), uint64(0)), fmt.Sprintf("newBufferWithBytes(%d)", len(b)))
+	return d.made(d.id.Send(d.s.newBufBytes, unsafe.Pointer(&b[0]), uint64(len(b)), uint64(o)), fmt.Sprintf("newBufferWithBytes(%d)", len(b)))
 }
 
-func (d *device) NewBufferNoCopy(p unsafe.Pointer, n int) (mtl.Buffer, error) {
-	return d.made(d.id.Send(d.s.newBufNoCopy, p, uint64(n), uint64(0), uintptr(0)), fmt.Sprintf("newBufferWithBytesNoCopy(%d)", n))
+func (d *device) NewBufferNoCopy(p unsafe.Pointer, n int, o mtl.ResourceOptions) (mtl.Buffer, error) {
+	return d.made(d.id.Send(d.s.newBufNoCopy, p, uint64(n), uint64(o), uintptr(0)), fmt.Sprintf("newBufferWithBytesNoCopy(%d)", n))
 }
 
 func (d *device) NewLibrary(src string) (mtl.Library, error) {
@@ -195,6 +196,7 @@ func (d *device) Pool(f func()) {
 }
 
 func (o object) Release() { o.call(o.d.s.release) }
+func (o object) Retain()  { o.call(o.d.s.retain) }
 
 func (o object) Contents() unsafe.Pointer { return objc.Send[unsafe.Pointer](o.id, o.d.s.contents) }
 func (o object) Length() int              { return int(objc.Send[uint64](o.id, o.d.s.length)) }
@@ -213,8 +215,9 @@ func (o object) StaticThreadgroupMemoryLength() int {
 func (o object) NewCommandBuffer() (mtl.CommandBuffer, error) {
 	return o.d.made(o.obj(o.d.s.cmdBuf).id, "commandBuffer")
 }
-func (o object) NewComputeEncoder() (mtl.ComputeEncoder, error) {
-	return o.d.made(o.obj(o.d.s.computeEnc).id, "computeCommandEncoder")
+func (o object) NewComputeEncoder(t mtl.DispatchType) (mtl.ComputeEncoder, error) {
+	o.d.args[2] = uintptr(t)
+	return o.d.made(objc.ID(o.args(o.d.s.computeEnc, 3)), "computeCommandEncoderWithDispatchType")
 }
 func (o object) Commit()             { o.call(o.d.s.commit) }
 func (o object) WaitUntilCompleted() { o.call(o.d.s.wait) }
@@ -243,6 +246,16 @@ func (o object) SetBuffer(b mtl.Buffer, off, i int) {
 	o.args(o.d.s.setBuf, 5)
 }
 
+func (o object) SetBufferOffset(off, i int) {
+	o.d.args[2], o.d.args[3] = uintptr(off), uintptr(i)
+	o.args(o.d.s.setBufOff, 4)
+}
+
+func (o object) MemoryBarrier(s mtl.BarrierScope) {
+	o.d.args[2] = uintptr(s)
+	o.args(o.d.s.bar, 3)
+}
+
 func (o object) DispatchThreadgroups(g, t mtl.Size) {
 	d := o.d
 	d.sizes = [2]mtl.Size{g, t}
@@ -253,9 +266,9 @@ func (o object) DispatchThreadgroups(g, t mtl.Size) {
 func (o object) EndEncoding() { o.call(o.d.s.endEnc) }
 
 // args sends s to o with the arguments already in d.args[2:n].
-func (o object) args(s objc.SEL, n int) {
+func (o object) args(s objc.SEL, n int) uintptr {
 	o.d.args[0], o.d.args[1] = uintptr(o.id), uintptr(s)
-	o.d.send(n)
+	return o.d.send(n)
 }
 
 // openMetalBackend opens the GPU through the binding and metal/mtl's

@@ -12,17 +12,41 @@ import (
 )
 
 // commitEvery is the number of dispatches encoded into one command buffer
-// before it is committed, so the GPU starts while the rest is encoded.
+// on the launch-by-launch path (Dispatch) before it is committed, so the
+// GPU starts while the rest is encoded.
 const commitEvery = 64
 
 // offsetAlign aligns every binding offset: 256 bytes suits any address
 // space (Apple asks 256 for constant buffers on macOS, at most 16 for
 // device buffers).
-const offsetAlign = 256
+const offsetAlign = ConstantOffsetAlign
 
-// Driver implements gpu.Driver on a Device. Dispatches are recorded in Go
-// memory and encoded at Flush into command buffers of commitEvery
-// dispatches, each with one serial compute encoder. Every pipeline is
+// Driver implements gpu.Driver and gpu.Planner on a Device.
+//
+// A step Backend records runs as a plan (gpu.Planner): the launch list,
+// with the pipelines, bindings and barriers resolved once, kept for every
+// later step of the same shape. RunPlan encodes it into one command
+// buffer with one concurrent compute encoder (MTLDispatchTypeConcurrent):
+// dispatches may overlap, and a memory barrier (scope buffers) precedes
+// exactly the launches Backend marks, those that touch memory an earlier
+// launch since the previous barrier wrote, or write memory one read. The
+// parameter blocks live in the plan's own buffer, bound at index 0 with a
+// 256-byte aligned offset per launch, so Backend only rewrites its bytes
+// between runs. The command buffer is committed and retained past the
+// autorelease pool that made it; Flush waits for it and releases it, so
+// a token costs one command buffer and one wait.
+//
+// Weight buffers (mapped checkpoint windows, copied weights) and parameter
+// buffers are untracked (MTLResourceHazardTrackingModeUntracked): the GPU
+// only reads them, so Metal need not order work by them. Activations stay
+// tracked, which orders one token's command buffer after the previous
+// one's writes. Command buffers do not retain what they use
+// (commandBufferWithUnretainedReferences): Backend keeps every buffer and
+// plan alive until Flush has waited.
+//
+// Dispatch, the launch-by-launch path, records in Go memory and encodes
+// at Flush (or before the next plan run) into command buffers of
+// commitEvery dispatches, each with one serial encoder. Every pipeline is
 // compiled by Open, so a kernel the device's compiler rejects fails there,
 // before any model is loaded.
 type Driver struct {
@@ -33,11 +57,28 @@ type Driver struct {
 	window int64 // length of the no-copy buffers over mapped weights
 	ops    []op
 	params []byte // parameter blocks of the recorded ops, back to back
-	cbs    []CommandBuffer
+	// running are the committed command buffers not yet waited for, in
+	// commit order (retained), and runErr the first error met while
+	// committing them.
+	running []CommandBuffer
+	runErr  error
+	plans   map[*plan]bool
+	// inPool are the bodies of the autorelease pools a step opens, made
+	// once so that a step allocates nothing; poolPlan and poolErr are
+	// their argument and result.
+	inPool   struct{ encodeOps, encodePlan, wait func() }
+	poolPlan *plan
+	poolErr  error
 	// regions are the mapped weight files (MapWeights), sorted by base.
 	regions []*region
 	closed  bool
 }
+
+var (
+	_ gpu.Driver        = (*Driver)(nil)
+	_ gpu.Planner       = (*Driver)(nil)
+	_ gpu.MappedWeights = (*Driver)(nil)
+)
 
 // buffer is the gpu.Buf of this driver. mapped marks the no-copy windows
 // over mapped weights, which only UnmapWeights releases.
@@ -58,13 +99,22 @@ type window struct {
 	buf        *buffer
 }
 
-// op is one recorded dispatch.
+// op is one dispatch: on the Dispatch path its parameter block is
+// d.params[p0:p1]; in a plan it is at byte p0 of the plan's buffer.
 type op struct {
-	k      kernels.ID
-	p0, p1 int
-	bufs   [8]Buffer
-	offs   [8]int
-	groups Size
+	k       kernels.ID
+	p0, p1  int
+	bufs    [8]Buffer
+	offs    [8]int
+	groups  Size
+	barrier bool
+}
+
+// plan is a recorded step (gpu.Plan).
+type plan struct {
+	ops      []op
+	params   Buffer
+	inflight bool // run since the last Flush
 }
 
 // Open checks that dev can run the kernels, compiles every kernel's MSL
@@ -72,7 +122,10 @@ type op struct {
 // Close, or a failed Open, releases it. The errors name what is missing
 // or which kernel failed and why.
 func Open(dev Device) (*Driver, error) {
-	d := &Driver{dev: dev, page: uintptr(os.Getpagesize())}
+	d := &Driver{dev: dev, page: uintptr(os.Getpagesize()), plans: map[*plan]bool{}}
+	d.inPool.encodeOps = func() { d.poolErr = d.encodeOps() }
+	d.inPool.encodePlan = func() { d.poolErr = d.encodePlan(d.poolPlan) }
+	d.inPool.wait = func() { d.poolErr = d.waitAll() }
 	if err := d.open(); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("metal: %s: %w", dev.Name(), err)
@@ -151,7 +204,7 @@ func (d *Driver) Limits() gpu.Limits {
 // NewBuffer returns a zeroed shared-storage buffer and its mapping
 // (unified memory: the mapping is what the GPU reads).
 func (d *Driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
-	b, err := d.dev.NewBuffer(size)
+	b, err := d.dev.NewBuffer(size, StorageShared)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metal: buffer of %d bytes: %w", size, err)
 	}
@@ -161,9 +214,9 @@ func (d *Driver) NewBuffer(size int) (gpu.Buf, []byte, error) {
 }
 
 // NewWeights copies weights that are not inside a mapped region (small
-// parameters the model computed) into a shared buffer.
+// parameters the model computed) into a shared, untracked buffer.
 func (d *Driver) NewWeights(data []byte) (gpu.Buf, error) {
-	b, err := d.dev.NewBufferWithBytes(data)
+	b, err := d.dev.NewBufferWithBytes(data, StorageShared|HazardUntracked)
 	if err != nil {
 		return nil, fmt.Errorf("metal: %d bytes of weights: %w", len(data), err)
 	}
@@ -178,8 +231,8 @@ func (d *Driver) Release(b gpu.Buf) {
 	}
 }
 
-// MapWeights wraps region, page-aligned mapped memory, in no-copy
-// buffers: one when it fits in maxBufferLength, else windows of that
+// MapWeights wraps region, page-aligned mapped memory, in untracked
+// no-copy buffers: one when it fits in maxBufferLength, else windows of that
 // length overlapping by half, so every range of up to Limits().MaxRange
 // bytes lies inside one window.
 func (d *Driver) MapWeights(data []byte) error {
@@ -190,7 +243,7 @@ func (d *Driver) MapWeights(data []byte) error {
 	r := &region{data: data, base: base, end: (base + uintptr(len(data)) + d.page - 1) &^ (d.page - 1)}
 	for start := r.base; ; start += uintptr(d.window / 2) {
 		end := min(start+uintptr(d.window), r.end)
-		b, err := d.dev.NewBufferNoCopy(unsafe.Add(unsafe.Pointer(unsafe.SliceData(data)), start-base), int(end-start))
+		b, err := d.dev.NewBufferNoCopy(unsafe.Add(unsafe.Pointer(unsafe.SliceData(data)), start-base), int(end-start), StorageShared|HazardUntracked)
 		if err != nil {
 			d.releaseRegion(r)
 			return fmt.Errorf("metal: no-copy buffer over %d bytes of weights: %w", end-start, err)
@@ -230,13 +283,12 @@ func (d *Driver) UnmapWeights(data []byte) error {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 	for i, r := range d.regions {
 		if r.base == base {
-			for _, o := range d.ops {
-				for _, b := range o.bufs {
-					for _, w := range r.windows {
-						if b == w.buf.b {
-							return errors.New("metal: unmapping weights that recorded work still uses")
-						}
-					}
+			if d.uses(r, d.ops) {
+				return errors.New("metal: unmapping weights that recorded work still uses")
+			}
+			for p := range d.plans {
+				if d.uses(r, p.ops) {
+					return errors.New("metal: unmapping weights that a recorded plan binds")
 				}
 			}
 			d.releaseRegion(r)
@@ -247,6 +299,20 @@ func (d *Driver) UnmapWeights(data []byte) error {
 	return fmt.Errorf("metal: no mapped weight region at %#x", base)
 }
 
+// uses reports whether ops bind a window of r.
+func (d *Driver) uses(r *region, ops []op) bool {
+	for _, o := range ops {
+		for _, b := range o.bufs {
+			for _, w := range r.windows {
+				if b != nil && b == w.buf.b {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 func (d *Driver) releaseRegion(r *region) {
 	for _, w := range r.windows {
 		w.buf.b.Release()
@@ -255,47 +321,195 @@ func (d *Driver) releaseRegion(r *region) {
 	r.windows = nil
 }
 
-// Dispatch records one launch; nothing reaches Metal before Flush.
+// Dispatch records one launch; nothing reaches Metal before the next
+// Flush or RunPlan.
 func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, groups [3]int) error {
-	if d.pipes[k] == nil {
-		return fmt.Errorf("metal: kernel %s has no pipeline", k)
-	}
 	if len(params) > SetBytesLimit {
 		return fmt.Errorf("metal: kernel %s: %d parameter bytes exceed setBytes' %d", k, len(params), SetBytesLimit)
 	}
-	o := op{k: k, p0: len(d.params), groups: Size{uint64(groups[0]), uint64(groups[1]), uint64(groups[2])}}
+	o, err := d.op(k, binds, groups)
+	if err != nil {
+		return err
+	}
+	o.p0 = len(d.params)
 	d.params = append(d.params, params...)
 	o.p1 = len(d.params)
+	d.ops = append(d.ops, o)
+	return nil
+}
+
+// op resolves a launch's pipeline and bindings.
+func (d *Driver) op(k kernels.ID, binds *[8]gpu.Binding, groups [3]int) (op, error) {
+	if k < 0 || k >= kernels.Count || d.pipes[k] == nil {
+		return op{}, fmt.Errorf("metal: kernel %s has no pipeline", k)
+	}
+	o := op{k: k, groups: Size{uint64(groups[0]), uint64(groups[1]), uint64(groups[2])}}
 	for i := 1; i < 8; i++ {
 		if binds[i].Buf == nil {
 			continue
 		}
 		mb, ok := binds[i].Buf.(*buffer)
 		if !ok || mb.b == nil {
-			return fmt.Errorf("metal: binding %d of kernel %s is not a live Metal buffer", i, k)
+			return op{}, fmt.Errorf("metal: binding %d of kernel %s is not a live Metal buffer", i, k)
+		}
+		if binds[i].Offset%offsetAlign != 0 {
+			return op{}, fmt.Errorf("metal: binding %d of kernel %s at offset %d, not a multiple of %d", i, k, binds[i].Offset, offsetAlign)
 		}
 		o.bufs[i], o.offs[i] = mb.b, int(binds[i].Offset)
 	}
-	d.ops = append(d.ops, o)
+	return o, nil
+}
+
+// ParamAlign is the constant-buffer offset alignment: each launch's
+// parameter block is bound at its offset into the plan's buffer.
+func (d *Driver) ParamAlign() int { return ConstantOffsetAlign }
+
+// NewPlan resolves launches once (pipelines, bindings, barriers) and
+// makes the plan's parameter buffer: shared, untracked, paramBytes long
+// plus a 256-byte tail so every block's offset leaves room for its
+// kernel's whole parameter struct.
+func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byte, error) {
+	if len(launches) == 0 {
+		return nil, nil, errors.New("metal: a plan needs at least one launch")
+	}
+	p := &plan{ops: make([]op, len(launches))}
+	for i := range launches {
+		l := &launches[i]
+		o, err := d.op(l.Kernel, &l.Binds, l.Groups)
+		if err != nil {
+			return nil, nil, err
+		}
+		if l.Params%ConstantOffsetAlign != 0 || l.Params < 0 || l.ParamSize <= 0 || l.Params+l.ParamSize > paramBytes {
+			return nil, nil, fmt.Errorf("metal: launch %d (%s): parameter block [%d, +%d) is not a %d-byte aligned range of the %d-byte buffer", i, l.Kernel, l.Params, l.ParamSize, ConstantOffsetAlign, paramBytes)
+		}
+		o.p0, o.p1, o.barrier = l.Params, l.Params+l.ParamSize, l.Barrier
+		p.ops[i] = o
+	}
+	size := (paramBytes+ConstantOffsetAlign-1)&^(ConstantOffsetAlign-1) + ConstantOffsetAlign
+	b, err := d.dev.NewBuffer(size, StorageShared|HazardUntracked)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metal: parameter buffer of %d bytes: %w", size, err)
+	}
+	p.params = b
+	mem := unsafe.Slice((*byte)(b.Contents()), size)
+	clear(mem)
+	d.plans[p] = true
+	return p, mem[:paramBytes:paramBytes], nil
+}
+
+// RunPlan commits the launches recorded by Dispatch so far, then encodes
+// the plan into one command buffer with a concurrent encoder and commits
+// it without waiting.
+func (d *Driver) RunPlan(pp gpu.Plan) error {
+	p, ok := pp.(*plan)
+	if !ok || !d.plans[p] {
+		return errors.New("metal: RunPlan of a plan this driver did not make or already released")
+	}
+	d.commitOps()
+	d.poolPlan = p
+	d.dev.Pool(d.inPool.encodePlan)
+	d.poolPlan, p.inflight = nil, true
+	if err := d.poolErr; err != nil {
+		d.poolErr = nil
+		return fmt.Errorf("metal: %w", err)
+	}
 	return nil
 }
 
-// Flush encodes the recorded dispatches, commits a command buffer every
-// commitEvery of them, waits for all and returns the first command
-// buffer error.
-func (d *Driver) Flush() error {
-	if len(d.ops) == 0 {
-		return nil
+// encodePlan encodes and commits p. Bindings persist across the
+// dispatches of an encoder, so only those that change are set again.
+func (d *Driver) encodePlan(p *plan) error {
+	cb, err := d.queue.NewCommandBuffer()
+	if err != nil {
+		return err
 	}
-	var err error
-	d.dev.Pool(func() { err = d.encode() })
-	d.ops, d.params = d.ops[:0], d.params[:0]
-	clear(d.cbs)
-	d.cbs = d.cbs[:0]
+	cb.Retain()
+	enc, err := cb.NewComputeEncoder(DispatchConcurrent)
+	if err != nil {
+		cb.Commit()
+		d.running = append(d.running, cb)
+		return err
+	}
+	var last Pipeline
+	var bufs [8]Buffer
+	var offs [8]int
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.barrier && i > 0 {
+			enc.MemoryBarrier(BarrierBuffers)
+		}
+		if pipe := d.pipes[o.k]; pipe != last {
+			enc.SetPipeline(pipe)
+			last = pipe
+		}
+		if i == 0 {
+			enc.SetBuffer(p.params, o.p0, 0)
+		} else {
+			enc.SetBufferOffset(o.p0, 0)
+		}
+		for j := 1; j < 8; j++ {
+			switch b := o.bufs[j]; {
+			case b == nil || b == bufs[j] && o.offs[j] == offs[j]:
+			case b == bufs[j]:
+				enc.SetBufferOffset(o.offs[j], j)
+				offs[j] = o.offs[j]
+			default:
+				enc.SetBuffer(b, o.offs[j], j)
+				bufs[j], offs[j] = b, o.offs[j]
+			}
+		}
+		enc.DispatchThreadgroups(o.groups, Size{uint64(o.k.Info().Local), 1, 1})
+	}
+	enc.EndEncoding()
+	cb.Commit()
+	d.running = append(d.running, cb)
+	return nil
+}
+
+// ReleasePlan frees a plan's parameter buffer. A plan run since the last
+// Flush is waited for first (Backend never releases one that runs).
+func (d *Driver) ReleasePlan(pp gpu.Plan) {
+	p, ok := pp.(*plan)
+	if !ok || !d.plans[p] {
+		return
+	}
+	if p.inflight {
+		if err := d.wait(); err != nil && d.runErr == nil {
+			d.runErr = err
+		}
+	}
+	delete(d.plans, p)
+	p.params.Release()
+	p.params, p.ops = nil, nil
+}
+
+// Flush commits what Dispatch recorded, waits for every command buffer
+// committed since the last Flush (plan runs included) and returns the
+// first error.
+func (d *Driver) Flush() error {
+	d.commitOps()
+	err := d.wait()
+	if d.runErr != nil {
+		err, d.runErr = d.runErr, nil
+	}
 	return err
 }
 
-func (d *Driver) encode() error {
+// commitOps encodes the dispatches recorded by Dispatch into serial
+// encoders, committing a command buffer every commitEvery of them.
+func (d *Driver) commitOps() {
+	if len(d.ops) == 0 {
+		return
+	}
+	d.dev.Pool(d.inPool.encodeOps)
+	if d.poolErr != nil && d.runErr == nil {
+		d.runErr = fmt.Errorf("metal: %w", d.poolErr)
+	}
+	d.poolErr = nil
+	d.ops, d.params = d.ops[:0], d.params[:0]
+}
+
+func (d *Driver) encodeOps() error {
 	var cb CommandBuffer
 	var enc ComputeEncoder
 	var last Pipeline
@@ -304,14 +518,14 @@ func (d *Driver) encode() error {
 		o := &d.ops[i]
 		if enc == nil {
 			if cb, err = d.queue.NewCommandBuffer(); err != nil {
-				break
+				return err
 			}
-			if enc, err = cb.NewComputeEncoder(); err != nil {
+			cb.Retain()
+			d.running = append(d.running, cb)
+			if enc, err = cb.NewComputeEncoder(DispatchSerial); err != nil {
 				cb.Commit()
-				d.cbs = append(d.cbs, cb)
-				break
+				return err
 			}
-			d.cbs = append(d.cbs, cb)
 			last = nil
 		}
 		if p := d.pipes[o.k]; p != last {
@@ -331,25 +545,53 @@ func (d *Driver) encode() error {
 			enc = nil
 		}
 	}
-	if err != nil {
-		err = fmt.Errorf("metal: %w", err)
+	return nil
+}
+
+// wait waits for the running command buffers in commit order, releases
+// them and returns the first one's error.
+func (d *Driver) wait() error {
+	if len(d.running) == 0 {
+		return nil
 	}
-	for _, c := range d.cbs {
-		c.WaitUntilCompleted()
-		if cerr := c.Err(); cerr != nil && err == nil {
-			err = fmt.Errorf("metal: command buffer failed: %w", cerr)
-		}
+	d.dev.Pool(d.inPool.wait)
+	err := d.poolErr
+	d.poolErr = nil
+	clear(d.running)
+	d.running = d.running[:0]
+	for p := range d.plans {
+		p.inflight = false
 	}
 	return err
 }
 
-// Close releases the mapped-weight windows, the pipelines, the queue and
-// the device.
+func (d *Driver) waitAll() error {
+	var err error
+	for _, c := range d.running {
+		c.WaitUntilCompleted()
+		if cerr := c.Err(); cerr != nil && err == nil {
+			err = fmt.Errorf("metal: command buffer failed: %w", cerr)
+		}
+		c.Release()
+	}
+	return err
+}
+
+// Close waits for the work still running, then releases the plans, the
+// mapped-weight windows, the pipelines, the queue and the device.
 func (d *Driver) Close() error {
 	if d.closed {
 		return nil
 	}
 	d.closed = true
+	d.commitOps()
+	err := d.wait()
+	if d.runErr != nil {
+		err, d.runErr = d.runErr, nil
+	}
+	for p := range d.plans {
+		d.ReleasePlan(p)
+	}
 	for _, r := range d.regions {
 		d.releaseRegion(r)
 	}
@@ -365,5 +607,5 @@ func (d *Driver) Close() error {
 		d.queue = nil
 	}
 	d.dev.Release()
-	return nil
+	return err
 }

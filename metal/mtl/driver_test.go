@@ -11,20 +11,27 @@ import (
 // nop is a Device whose objects do nothing and allocate nothing per call,
 // so allocations measured around Driver are Driver's own.
 type nop struct {
-	mem     []byte
-	encoded int
-	commits int
+	mem        []byte
+	encoded    int
+	commits    int
+	barriers   int
+	concurrent int
+	setBuffers int
+	retains    int
+	releases   int
 }
 
 func (n *nop) Name() string                    { return "nop" }
 func (n *nop) SupportsFamily(f GPUFamily) bool { return f == FamilyApple7 }
 func (n *nop) MaxBufferLength() int            { return 1 << 30 }
 func (n *nop) MaxThreadgroupMemoryLength() int { return 32 << 10 }
-func (n *nop) NewBuffer(l int) (Buffer, error) { return &nopBuf{make([]byte, l)}, nil }
-func (n *nop) NewBufferWithBytes(b []byte) (Buffer, error) {
+func (n *nop) NewBuffer(l int, _ ResourceOptions) (Buffer, error) {
+	return &nopBuf{make([]byte, l)}, nil
+}
+func (n *nop) NewBufferWithBytes(b []byte, _ ResourceOptions) (Buffer, error) {
 	return &nopBuf{append([]byte(nil), b...)}, nil
 }
-func (n *nop) NewBufferNoCopy(p unsafe.Pointer, l int) (Buffer, error) {
+func (n *nop) NewBufferNoCopy(p unsafe.Pointer, l int, _ ResourceOptions) (Buffer, error) {
 	return &nopBuf{unsafe.Slice((*byte)(p), l)}, nil
 }
 func (n *nop) NewLibrary(string) (Library, error)            { return nopObj{}, nil }
@@ -48,17 +55,25 @@ func (nopObj) StaticThreadgroupMemoryLength() int   { return 0 }
 
 type nopQueue struct{ n *nop }
 
-func (q *nopQueue) NewCommandBuffer() (CommandBuffer, error)   { return q, nil }
-func (q *nopQueue) Release()                                   {}
-func (q *nopQueue) NewComputeEncoder() (ComputeEncoder, error) { return q, nil }
-func (q *nopQueue) Commit()                                    { q.n.commits++ }
-func (q *nopQueue) WaitUntilCompleted()                        {}
-func (q *nopQueue) Err() error                                 { return nil }
-func (q *nopQueue) SetPipeline(Pipeline)                       {}
-func (q *nopQueue) SetBytes([]byte, int)                       {}
-func (q *nopQueue) SetBuffer(Buffer, int, int)                 {}
-func (q *nopQueue) DispatchThreadgroups(Size, Size)            { q.n.encoded++ }
-func (q *nopQueue) EndEncoding()                               {}
+func (q *nopQueue) NewCommandBuffer() (CommandBuffer, error) { return q, nil }
+func (q *nopQueue) Release()                                 { q.n.releases++ }
+func (q *nopQueue) NewComputeEncoder(t DispatchType) (ComputeEncoder, error) {
+	if t == DispatchConcurrent {
+		q.n.concurrent++
+	}
+	return q, nil
+}
+func (q *nopQueue) Retain()                         { q.n.retains++ }
+func (q *nopQueue) Commit()                         { q.n.commits++ }
+func (q *nopQueue) WaitUntilCompleted()             {}
+func (q *nopQueue) Err() error                      { return nil }
+func (q *nopQueue) SetPipeline(Pipeline)            {}
+func (q *nopQueue) SetBytes([]byte, int)            {}
+func (q *nopQueue) SetBuffer(Buffer, int, int)      { q.n.setBuffers++ }
+func (q *nopQueue) SetBufferOffset(int, int)        {}
+func (q *nopQueue) MemoryBarrier(BarrierScope)      { q.n.barriers++ }
+func (q *nopQueue) DispatchThreadgroups(Size, Size) { q.n.encoded++ }
+func (q *nopQueue) EndEncoding()                    {}
 
 // TestDispatchAllocatesNothing: recording and encoding a dispatch costs no
 // allocation once the driver's buffers have grown (the old binding went
@@ -120,5 +135,78 @@ func TestDispatchRejectsForeignBuffers(t *testing.T) {
 	}
 	if err := d.UnmapWeights(make([]byte, 4096)); err == nil {
 		t.Error("unmapping a region never mapped: want an error")
+	}
+}
+
+// TestPlanRunsAsOneCommandBuffer: a plan runs as one retained command
+// buffer with one concurrent encoder, a memory barrier exactly before the
+// launches that ask for one, buffers bound again only where they change,
+// and no allocation per run; parameter blocks off the 256-byte alignment
+// are refused.
+func TestPlanRunsAsOneCommandBuffer(t *testing.T) {
+	n := &nop{}
+	d, err := Open(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	x, _, _ := d.NewBuffer(1 << 16)
+	y, _, _ := d.NewBuffer(1 << 16)
+	if d.ParamAlign() != 256 {
+		t.Fatalf("ParamAlign %d, want 256", d.ParamAlign())
+	}
+	var launches []gpu.Launch
+	barriers := 0
+	for i := range 100 {
+		a, b := x, y
+		if i%2 == 1 {
+			a, b = y, x
+		}
+		l := gpu.Launch{Kernel: kernels.Eltwise, Groups: [3]int{1, 1, 1}, Params: 256 * i, ParamSize: 48, Barrier: i%3 == 0}
+		l.Binds[1], l.Binds[2], l.Binds[3] = gpu.Binding{Buf: a, Size: 1 << 16}, gpu.Binding{Buf: a, Size: 1 << 16}, gpu.Binding{Buf: b, Size: 1 << 16}
+		if l.Barrier && i > 0 {
+			barriers++
+		}
+		launches = append(launches, l)
+	}
+	p, mem, err := d.NewPlan(launches, 256*100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mem) != 256*100 {
+		t.Fatalf("parameter mapping of %d bytes, want %d", len(mem), 256*100)
+	}
+	run := func() {
+		if err := d.RunPlan(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if n.commits != 1 || n.concurrent != 1 || n.barriers != barriers || n.encoded != 100 || n.retains != 1 || n.releases != 1 {
+		t.Errorf("one run: %d commits, %d concurrent encoders, %d barriers (want %d), %d dispatches, %d retains, %d releases", n.commits, n.concurrent, n.barriers, barriers, n.encoded, n.retains, n.releases)
+	}
+	// Index 0 once, then slots 1-3 whenever the buffer changes (every
+	// launch: x and y alternate).
+	if n.setBuffers != 1+3*100 {
+		t.Errorf("%d setBuffer calls", n.setBuffers)
+	}
+	if a := testing.AllocsPerRun(20, run); a != 0 {
+		t.Errorf("%v allocations per plan run, want 0", a)
+	}
+	d.ReleasePlan(p)
+	if err := d.RunPlan(p); err == nil {
+		t.Error("RunPlan of a released plan: want an error")
+	}
+	bad := append([]gpu.Launch(nil), launches...)
+	bad[7].Params = 7 * 16
+	if _, _, err := d.NewPlan(bad, 256*100); err == nil {
+		t.Error("a parameter block at a 16-byte offset: want an error")
+	}
+	bad[7].Params = 256 * 100
+	if _, _, err := d.NewPlan(bad, 256*100); err == nil {
+		t.Error("a parameter block past the parameter buffer: want an error")
 	}
 }

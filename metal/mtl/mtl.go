@@ -38,6 +38,45 @@ const ThreadgroupMemoryLimit = 32 << 10
 // (Apple: 4 KB; larger constant data needs a buffer).
 const SetBytesLimit = 4 << 10
 
+// ConstantOffsetAlign is the alignment of a buffer offset bound to a
+// constant-address-space argument (Apple: 256 bytes on macOS).
+const ConstantOffsetAlign = 256
+
+// ResourceOptions is an MTLResourceOptions value for the buffer makers.
+type ResourceOptions uint64
+
+// The resource options the backend uses. Every buffer has shared storage
+// (MTLResourceStorageModeShared is 0: the CPU and GPU see the same
+// memory on Apple silicon).
+const (
+	// StorageShared is MTLResourceStorageModeShared with the default CPU
+	// cache mode and hazard tracking (tracked for buffers).
+	StorageShared ResourceOptions = 0
+	// HazardUntracked is MTLResourceHazardTrackingModeUntracked: Metal
+	// does not order encoders or command buffers by their use of the
+	// buffer. For buffers the GPU only reads (weights, parameter blocks
+	// the CPU writes while no command buffer uses them).
+	HazardUntracked ResourceOptions = 1 << 8
+)
+
+// DispatchType is an MTLDispatchType for CommandBuffer.NewComputeEncoder.
+type DispatchType uint64
+
+const (
+	// DispatchSerial is MTLDispatchTypeSerial: each dispatch sees the
+	// writes of the ones before.
+	DispatchSerial DispatchType = 0
+	// DispatchConcurrent is MTLDispatchTypeConcurrent: dispatches may run
+	// at the same time; only MemoryBarrier orders them.
+	DispatchConcurrent DispatchType = 1
+)
+
+// BarrierScope is an MTLBarrierScope for ComputeEncoder.MemoryBarrier.
+type BarrierScope uint64
+
+// BarrierBuffers is MTLBarrierScopeBuffers.
+const BarrierBuffers BarrierScope = 1
+
 // Device is an MTLDevice.
 type Device interface {
 	// Name is the GPU's name ("Apple M2 Pro").
@@ -48,18 +87,19 @@ type Device interface {
 	MaxBufferLength() int
 	// MaxThreadgroupMemoryLength is maxThreadgroupMemoryLength.
 	MaxThreadgroupMemoryLength() int
-	// NewBuffer is newBufferWithLength:options: with shared storage: a
-	// zeroed buffer whose Contents the CPU and GPU share.
-	NewBuffer(length int) (Buffer, error)
-	// NewBufferWithBytes is newBufferWithBytes:length:options: (shared
-	// storage): a new buffer holding a copy of data.
-	NewBufferWithBytes(data []byte) (Buffer, error)
+	// NewBuffer is newBufferWithLength:options:: a zeroed buffer whose
+	// Contents the CPU and GPU share (opts: StorageShared, optionally
+	// with HazardUntracked).
+	NewBuffer(length int, opts ResourceOptions) (Buffer, error)
+	// NewBufferWithBytes is newBufferWithBytes:length:options:: a new
+	// buffer holding a copy of data.
+	NewBufferWithBytes(data []byte, opts ResourceOptions) (Buffer, error)
 	// NewBufferNoCopy is newBufferWithBytesNoCopy:length:options:deallocator:
-	// with shared storage and no deallocator: a buffer over the caller's
-	// memory [p, p+length). p and length must be multiples of the VM page
-	// size, and the memory must stay mapped until the buffer is released
-	// and no command buffer using it is still running.
-	NewBufferNoCopy(p unsafe.Pointer, length int) (Buffer, error)
+	// with no deallocator: a buffer over the caller's memory
+	// [p, p+length). p and length must be multiples of the VM page size,
+	// and the memory must stay mapped until the buffer is released and no
+	// command buffer using it is still running.
+	NewBufferNoCopy(p unsafe.Pointer, length int, opts ResourceOptions) (Buffer, error)
 	// NewLibrary is newLibraryWithSource:options:error: with fast math
 	// off and MSL 2.3; the error carries the compiler's message.
 	NewLibrary(source string) (Library, error)
@@ -113,7 +153,9 @@ type Pipeline interface {
 
 // CommandQueue is an MTLCommandQueue.
 type CommandQueue interface {
-	// NewCommandBuffer is commandBuffer (autoreleased).
+	// NewCommandBuffer is commandBufferWithUnretainedReferences
+	// (autoreleased): the command buffer does not retain the buffers and
+	// pipelines it uses, so they must stay alive until it has completed.
 	NewCommandBuffer() (CommandBuffer, error)
 	// Release releases the queue.
 	Release()
@@ -122,9 +164,14 @@ type CommandQueue interface {
 // CommandBuffer is an MTLCommandBuffer. Buffers of one queue run in the
 // order they are committed.
 type CommandBuffer interface {
-	// NewComputeEncoder is computeCommandEncoder: a serial encoder, whose
-	// dispatches each see the writes of the ones before (autoreleased).
-	NewComputeEncoder() (ComputeEncoder, error)
+	// NewComputeEncoder is computeCommandEncoderWithDispatchType:
+	// (autoreleased).
+	NewComputeEncoder(t DispatchType) (ComputeEncoder, error)
+	// Retain is retain: the command buffer then outlives the autorelease
+	// pool that made it, until Release.
+	Retain()
+	// Release is release.
+	Release()
 	// Commit is commit.
 	Commit()
 	// WaitUntilCompleted is waitUntilCompleted.
@@ -143,6 +190,12 @@ type ComputeEncoder interface {
 	SetBytes(data []byte, index int)
 	// SetBuffer is setBuffer:offset:atIndex:.
 	SetBuffer(b Buffer, offset int, index int)
+	// SetBufferOffset is setBufferOffset:atIndex:: a new offset into the
+	// buffer already bound at index.
+	SetBufferOffset(offset int, index int)
+	// MemoryBarrier is memoryBarrierWithScope:: in a concurrent encoder,
+	// the dispatches after it see every write of the dispatches before.
+	MemoryBarrier(scope BarrierScope)
 	// DispatchThreadgroups is dispatchThreadgroups:threadsPerThreadgroup:.
 	DispatchThreadgroups(groups, threads Size)
 	// EndEncoding is endEncoding.

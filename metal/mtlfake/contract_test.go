@@ -62,19 +62,49 @@ func params(n int) []byte {
 
 // add encodes dst = a + b over n floats into cb.
 func (k *kit) add(cb mtl.CommandBuffer, a, b, dst mtl.Buffer, n int) {
-	enc, _ := cb.NewComputeEncoder()
+	enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
+	k.encodeAdd(enc, a, b, dst, n)
+	enc.EndEncoding()
+}
+
+// encodeAdd encodes dst = a + b over n floats into enc.
+func (k *kit) encodeAdd(enc mtl.ComputeEncoder, a, b, dst mtl.Buffer, n int) {
 	enc.SetPipeline(k.pipe)
 	enc.SetBytes(params(n), 0)
 	enc.SetBuffer(a, 0, 1)
 	enc.SetBuffer(b, 0, 2)
 	enc.SetBuffer(dst, 0, 3)
 	enc.DispatchThreadgroups(mtl.Size{Width: uint64((n + 255) / 256), Height: 1, Depth: 1}, mtl.Size{Width: 256, Height: 1, Depth: 1})
+}
+
+// chain encodes d1 = a + b, then d2 = d1 + a, into one concurrent
+// encoder, with a memory barrier between them when barrier is set.
+func (k *kit) chain(cb mtl.CommandBuffer, a, b, d1, d2 mtl.Buffer, n int, barrier bool) {
+	enc, _ := cb.NewComputeEncoder(mtl.DispatchConcurrent)
+	k.encodeAdd(enc, a, b, d1, n)
+	if barrier {
+		enc.MemoryBarrier(mtl.BarrierBuffers)
+	}
+	k.encodeAdd(enc, d1, a, d2, n)
+	enc.EndEncoding()
+}
+
+// paramsAt encodes d = a + a with the parameter block read from pbuf at
+// offset off.
+func (k *kit) paramsAt(cb mtl.CommandBuffer, pbuf mtl.Buffer, off int, a, d mtl.Buffer) {
+	enc, _ := cb.NewComputeEncoder(mtl.DispatchConcurrent)
+	enc.SetPipeline(k.pipe)
+	enc.SetBuffer(pbuf, off, 0)
+	enc.SetBuffer(a, 0, 1)
+	enc.SetBuffer(a, 0, 2)
+	enc.SetBuffer(d, 0, 3)
+	enc.DispatchThreadgroups(mtl.Size{Width: 1, Height: 1, Depth: 1}, mtl.Size{Width: 256, Height: 1, Depth: 1})
 	enc.EndEncoding()
 }
 
 func (k *kit) buf(t *testing.T, vals ...float32) mtl.Buffer {
 	t.Helper()
-	b, err := k.dev.NewBuffer(4 * len(vals))
+	b, err := k.dev.NewBuffer(4*len(vals), mtl.StorageShared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +143,7 @@ func TestFakeRunsKernels(t *testing.T) {
 	// written back to the caller's memory.
 	m := anon(t, 1)
 	defer unix.Munmap(m)
-	nc, err := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m))
+	nc, err := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m), mtl.StorageShared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +157,36 @@ func TestFakeRunsKernels(t *testing.T) {
 		t.Errorf("no-copy result %v, want 33", got)
 	}
 	nc.Release()
-	for _, x := range []mtl.Buffer{a, b, dst} {
+	// The plan path: one concurrent encoder with a barrier between
+	// dependent dispatches, parameter blocks read from a buffer at
+	// 256-byte offsets, the command buffer retained past its pool and
+	// waited for outside it.
+	d2 := k.buf(t, 0, 0, 0)
+	pbuf, err := k.dev.NewBuffer(512, mtl.StorageShared|mtl.HazardUntracked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(unsafe.Slice((*byte)(pbuf.Contents()), 512)[256:], params(3))
+	var cb mtl.CommandBuffer
+	k.dev.Pool(func() {
+		cb, _ = k.queue.NewCommandBuffer()
+		cb.Retain()
+		k.chain(cb, a, b, dst, d2, 3, true)
+		k.paramsAt(cb, pbuf, 256, d2, dst)
+		cb.Commit()
+	})
+	cb.WaitUntilCompleted()
+	if err := cb.Err(); err != nil {
+		t.Fatal(err)
+	}
+	cb.Release()
+	if got := unsafe.Slice((*float32)(dst.Contents()), 3); got[0] != 24 || got[1] != 48 || got[2] != 72 {
+		t.Errorf("2((a + b) + a) = %v, want [24 48 72]", got)
+	}
+	if st := k.dev.Stats(); st.ConcurrentEncoders != 2 || st.Barriers != 1 || st.Groups != 0 || st.Compared != 3 {
+		t.Errorf("stats %+v: want 2 concurrent encoders, 1 barrier, no group of two, every command buffer compared", st)
+	}
+	for _, x := range []mtl.Buffer{a, b, dst, d2, pbuf} {
 		x.Release()
 	}
 	if v := k.dev.Violations(); len(v) > 0 {
@@ -146,12 +205,12 @@ func TestFakeCatchesViolations(t *testing.T) {
 		{"no-copy pointer off the page", func(t *testing.T, k *kit) {
 			m := anon(t, 2)
 			defer unix.Munmap(m)
-			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[16]), k.page)
+			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[16]), k.page, mtl.StorageShared)
 		}, "multiples of the"},
 		{"no-copy length off the page", func(t *testing.T, k *kit) {
 			m := anon(t, 2)
 			defer unix.Munmap(m)
-			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), k.page+100)
+			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), k.page+100, mtl.StorageShared)
 		}, "multiples of the"},
 		{"no-copy over unmapped pages (a page size rounded past the mapping)", func(t *testing.T, k *kit) {
 			m := anon(t, 4)
@@ -160,11 +219,11 @@ func TestFakeCatchesViolations(t *testing.T) {
 			if _, _, e := unix.Syscall(unix.SYS_MUNMAP, uintptr(unsafe.Pointer(&m[k.page])), uintptr(k.page), 0); e != 0 {
 				t.Fatal(e)
 			}
-			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[k.page]), 2*k.page)
+			k.dev.NewBufferNoCopy(unsafe.Pointer(&m[k.page]), 2*k.page, mtl.StorageShared)
 		}, "is not mapped memory"},
 		{"memory unmapped before the no-copy buffer is released", func(t *testing.T, k *kit) {
 			m := anon(t, 1)
-			b, err := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m))
+			b, err := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m), mtl.StorageShared)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +232,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 		}, "released after its memory was unmapped"},
 		{"memory unmapped while a command buffer uses it", func(t *testing.T, k *kit) {
 			m := anon(t, 1)
-			b, _ := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m))
+			b, _ := k.dev.NewBufferNoCopy(unsafe.Pointer(&m[0]), len(m), mtl.StorageShared)
 			x := k.buf(t, 1, 2)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
@@ -197,7 +256,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 			a := k.buf(t, 1)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetPipeline(k.pipe)
 				enc.SetBytes(params(1), 0)
 				enc.SetBuffer(a, 0, 1)
@@ -210,7 +269,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 			a := k.buf(t, 1)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetPipeline(k.pipe)
 				for i := 1; i <= 3; i++ {
 					enc.SetBuffer(a, 0, i)
@@ -223,7 +282,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 			a := k.buf(t, make([]float32, 64)...)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetPipeline(k.pipe)
 				enc.SetBytes(params(1), 0)
 				enc.SetBuffer(a, 8, 1)
@@ -237,7 +296,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 			a := k.buf(t, 1)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetPipeline(k.pipe)
 				enc.SetBytes(params(1), 0)
 				for i := 1; i <= 3; i++ {
@@ -251,7 +310,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 			a := k.buf(t, 1)
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetPipeline(k.pipe)
 				enc.SetBytes(params(1), 0)
 				for i := 1; i <= 3; i++ {
@@ -264,7 +323,7 @@ func TestFakeCatchesViolations(t *testing.T) {
 		{"setBytes over 4 KB", func(t *testing.T, k *kit) {
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				enc, _ := cb.NewComputeEncoder()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchSerial)
 				enc.SetBytes(make([]byte, 5000), 0)
 				enc.EndEncoding()
 			})
@@ -277,10 +336,117 @@ func TestFakeCatchesViolations(t *testing.T) {
 			k.dev.Pool(func() { cb, _ = k.queue.NewCommandBuffer() })
 			cb.Commit()
 		}, "after its autorelease pool drained"},
+		{"dependent dispatches of a concurrent encoder without a barrier", func(t *testing.T, k *kit) {
+			a, b, d1, d2 := k.buf(t, 1, 2, 3), k.buf(t, 10, 20, 30), k.buf(t, 0, 0, 0), k.buf(t, 0, 0, 0)
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				k.chain(cb, a, b, d1, d2, 3, false)
+				cb.Commit()
+				cb.WaitUntilCompleted()
+			})
+		}, "missing memory barrier: dispatch 0 (eltwise) and dispatch 1 (eltwise)"},
+		{"a dispatch overwriting what another of its group reads", func(t *testing.T, k *kit) {
+			a, b, d1 := k.buf(t, 1, 2, 3), k.buf(t, 10, 20, 30), k.buf(t, 0, 0, 0)
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchConcurrent)
+				k.encodeAdd(enc, a, b, d1, 3) // reads a
+				k.encodeAdd(enc, b, b, a, 3)  // writes a
+				enc.EndEncoding()
+				cb.Commit()
+				cb.WaitUntilCompleted()
+			})
+		}, "missing memory barrier"},
+		{"a GPU write to an untracked buffer", func(t *testing.T, k *kit) {
+			a := k.buf(t, 1, 2)
+			u, _ := k.dev.NewBuffer(64, mtl.StorageShared|mtl.HazardUntracked)
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				k.add(cb, a, a, u, 2)
+			})
+		}, "is written (device) but bound to buffer #2 (shared untracked, 64 bytes)"},
+		{"private storage", func(t *testing.T, k *kit) {
+			k.dev.NewBuffer(64, 2<<4)
+		}, "storage mode 2, not shared"},
+		{"parameter block at an offset off 256 bytes", func(t *testing.T, k *kit) {
+			a, p := k.buf(t, 1, 2), k.buf(t, make([]float32, 128)...)
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				k.paramsAt(cb, p, 16, a, a)
+			})
+		}, "[[buffer(0)]] (constant) bound at offset 16, not a multiple of 256"},
+		{"parameter block past the end of its buffer", func(t *testing.T, k *kit) {
+			a, p := k.buf(t, 1, 2), k.buf(t, make([]float32, 72)...)
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				k.paramsAt(cb, p, 256, a, a)
+			})
+		}, "runs past the end of buffer #2"},
+		{"parameter block rewritten before completion", func(t *testing.T, k *kit) {
+			a, d, p := k.buf(t, 1, 2), k.buf(t, 0, 0), k.buf(t, make([]float32, 64)...)
+			copy(unsafe.Slice((*byte)(p.Contents()), 256), params(2))
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				k.paramsAt(cb, p, 0, a, d)
+				cb.Commit()
+				*(*uint32)(unsafe.Add(p.Contents(), 4*8)) = 1
+				cb.WaitUntilCompleted()
+			})
+		}, "parameter block in buffer #3 (shared, 256 bytes) changed after the command buffer was committed"},
+		{"setBufferOffset where nothing is bound", func(t *testing.T, k *kit) {
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchConcurrent)
+				enc.SetBufferOffset(256, 4)
+				enc.EndEncoding()
+			})
+		}, "setBufferOffset at index 4, where no buffer is bound"},
+		{"barrier without the buffer scope", func(t *testing.T, k *kit) {
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				enc, _ := cb.NewComputeEncoder(mtl.DispatchConcurrent)
+				enc.MemoryBarrier(2)
+				enc.EndEncoding()
+			})
+		}, "scope 2 does not include buffers"},
+		{"command buffer waited for after its pool drained, not retained", func(t *testing.T, k *kit) {
+			a, d := k.buf(t, 1), k.buf(t, 0)
+			var cb mtl.CommandBuffer
+			k.dev.Pool(func() {
+				cb, _ = k.queue.NewCommandBuffer()
+				k.add(cb, a, a, d, 1)
+				cb.Commit()
+			})
+			cb.WaitUntilCompleted()
+		}, "waitUntilCompleted on a command buffer after its autorelease pool drained (it was not retained)"},
+		{"command buffer released more often than retained", func(t *testing.T, k *kit) {
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				cb.Retain()
+				cb.Release()
+				cb.Release()
+			})
+		}, "released more often than retained"},
+		{"command buffer retained and never released", func(t *testing.T, k *kit) {
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				cb.Retain()
+			})
+			k.dev.Release()
+		}, "1 command buffers retained and never released"},
+		{"encoder used after its pool drained", func(t *testing.T, k *kit) {
+			var enc mtl.ComputeEncoder
+			k.dev.Pool(func() {
+				cb, _ := k.queue.NewCommandBuffer()
+				cb.Retain()
+				enc, _ = cb.NewComputeEncoder(mtl.DispatchConcurrent)
+			})
+			enc.EndEncoding()
+		}, "endEncoding on an encoder after its autorelease pool drained"},
 		{"commit with an open encoder", func(t *testing.T, k *kit) {
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
-				cb.NewComputeEncoder()
+				cb.NewComputeEncoder(mtl.DispatchSerial)
 				cb.Commit()
 				cb.WaitUntilCompleted()
 			})

@@ -8,9 +8,26 @@
 // completed; a dispatch's threadgroup fits the pipeline's maximum and the
 // kernel's declared size; threadgroup memory stays within 32 KB; every
 // buffer index the MSL kernel declares is bound; setBytes passes at most
-// 4 KB; command buffers and encoders are used only inside the
-// autorelease pool that made them; encoders are ended before their
-// command buffer is committed.
+// 4 KB; command buffers are used only inside the autorelease pool that
+// made them unless retained, and every retain is balanced by a release;
+// encoders are used only inside their pool and ended before their command
+// buffer is committed. Buffers have shared storage; an untracked buffer
+// (MTLResourceHazardTrackingModeUntracked) is never bound where a kernel
+// writes; a parameter block bound as a buffer at index 0 sits at a
+// 256-byte aligned offset, fits the buffer, and is not changed by the CPU
+// between commit and completion.
+//
+// Concurrent encoders (MTLDispatchTypeConcurrent) may run the dispatches
+// between two memory barriers in any order or at once. The fake runs
+// each command buffer twice from the same memory: every barrier group in
+// recording order on the buffers, and reversed on a second replica of
+// each buffer the GPU writes, then compares the replicas (Order
+// CompareOrders). A difference means a dispatch reads or writes bytes
+// another dispatch of its group writes, or writes bytes one reads: a
+// missing barrier. The fake then replays the command buffer group by
+// group and pair by pair and reports the two dispatches. Order Reverse
+// runs each group once, reversed (cheaper: a missing barrier then shows
+// as wrong results).
 //
 // The MSL handed to NewLibrary is parsed for its kernel's declared
 // [[buffer(n)]] arguments (and whether each is written) and threadgroup

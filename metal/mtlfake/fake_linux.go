@@ -3,7 +3,6 @@
 package mtlfake
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -35,14 +34,52 @@ type Options struct {
 	ThreadgroupMemory int
 	// FailCompile names a kernel whose library fails to compile.
 	FailCompile string
+	// Order is how the dispatches of a concurrent encoder between two
+	// memory barriers run (default CompareOrders).
+	Order Order
+}
+
+// Order says how the fake runs the dispatches a concurrent encoder may
+// overlap: those between two memory barriers (a barrier group).
+type Order int
+
+const (
+	// CompareOrders runs every command buffer twice from the same
+	// memory: each barrier group in recording order on the buffers, and
+	// in reverse order on a second replica of every buffer the GPU
+	// writes; then it compares the replicas. Both are executions Metal
+	// may choose when the barriers suffice; a difference means a dispatch
+	// reads or writes what another of its group wrote (or writes what one
+	// read). The fake then replays the command buffer group by group to
+	// find the group and the two dispatches, and reports the missing
+	// barrier between them as a violation. The recording-order results
+	// are kept.
+	CompareOrders Order = iota
+	// Reverse runs each group once, in reverse order: cheaper, and a
+	// missing barrier still shows, as results that differ from a
+	// reference, but not as a violation.
+	Reverse
+)
+
+// String names the order.
+func (o Order) String() string {
+	switch o {
+	case CompareOrders:
+		return "CompareOrders"
+	case Reverse:
+		return "Reverse"
+	}
+	return fmt.Sprintf("Order(%d)", int(o))
 }
 
 // Stats counts what the device did.
 type Stats struct {
 	// AllocatedBytes is the total length of NewBuffer buffers made.
 	AllocatedBytes int64
-	// CopiedBytes is the total length of NewBufferWithBytes buffers made.
-	CopiedBytes int64
+	// CopiedBytes is the total length of NewBufferWithBytes buffers made,
+	// CopiedBuffers their number.
+	CopiedBytes   int64
+	CopiedBuffers int
 	// NoCopyBytes is the total length of no-copy buffers made, and
 	// NoCopyBuffers their number.
 	NoCopyBytes   int64
@@ -50,9 +87,25 @@ type Stats struct {
 	// LiveBytes is the memory Metal holds for buffers not yet released
 	// (no-copy buffers count nothing: they wrap the caller's memory).
 	LiveBytes int64
-	// Dispatches and CommandBuffers count what ran.
+	// Dispatches and CommandBuffers count what ran, Waits the
+	// waitUntilCompleted calls.
 	Dispatches     int
 	CommandBuffers int
+	Waits          int
+	// ConcurrentEncoders counts the concurrent compute encoders made,
+	// Barriers the memory barriers in them.
+	ConcurrentEncoders int
+	Barriers           int
+	// Groups counts the barrier groups of two or more dispatches that
+	// ran; Compared the command buffers run in both orders and compared
+	// (CompareOrders).
+	Groups, Compared int
+	// UntrackedNoCopy and UntrackedCopied count the no-copy and
+	// NewBufferWithBytes buffers made untracked, UntrackedShared the
+	// NewBuffer ones.
+	UntrackedNoCopy, UntrackedCopied, UntrackedShared int
+	// SharedBuffers counts the NewBuffer buffers made.
+	SharedBuffers int
 }
 
 // Device is a simulated MTLDevice running kernels on a Vulkan driver.
@@ -68,6 +121,9 @@ type Device struct {
 	pools      []int // the autorelease pools open now, innermost last
 	nextPool   int
 	pending    []*CommandBuffer // committed, not completed, in order
+	retained   map[*CommandBuffer]bool
+	nextBuf    int
+	snaps      [4][][]byte // reused memory snapshots (checkpoint, localize, blame)
 	released   bool
 }
 
@@ -92,7 +148,7 @@ func New(opts Options) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mtlfake: %w", err)
 	}
-	return &Device{opts: opts, vk: vk, page: uintptr(os.Getpagesize()), live: map[*Buffer]bool{}}, nil
+	return &Device{opts: opts, vk: vk, page: uintptr(os.Getpagesize()), live: map[*Buffer]bool{}, retained: map[*CommandBuffer]bool{}}, nil
 }
 
 // violate records a contract breach.
@@ -137,13 +193,41 @@ func (d *Device) MaxThreadgroupMemoryLength() int { return d.opts.ThreadgroupMem
 
 // Buffer is a simulated MTLBuffer.
 type Buffer struct {
-	dev      *Device
-	mem      []byte  // Contents: Vulkan mapping, or the caller's memory
-	vk       gpu.Buf // Vulkan buffer (the mirror of a no-copy buffer)
-	mirror   []byte  // its mapping, for no-copy buffers
-	noCopy   bool
-	released bool
-	users    int // committed command buffers using it, not completed
+	dev       *Device
+	id        int
+	mem       []byte  // Contents: Vulkan mapping, or the caller's memory
+	vk        gpu.Buf // Vulkan buffer (the mirror of a no-copy buffer)
+	mirror    []byte  // its mapping, for no-copy buffers
+	noCopy    bool
+	untracked bool
+	released  bool
+	// twin is the second replica of a buffer the GPU writes, on which
+	// CompareOrders runs each barrier group in reverse (twinMem its
+	// mapping).
+	twin    gpu.Buf
+	twinMem []byte
+	users   int // committed command buffers using it, not completed
+}
+
+// String names the buffer in violations.
+func (b *Buffer) String() string {
+	kind := "shared"
+	if b.noCopy {
+		kind = "no-copy"
+	}
+	if b.untracked {
+		kind += " untracked"
+	}
+	return fmt.Sprintf("buffer #%d (%s, %d bytes)", b.id, kind, len(b.mem))
+}
+
+// gpuMem is the memory the kernels run on: the mapping of the Vulkan
+// buffer (for no-copy buffers, the mirror).
+func (b *Buffer) gpuMem() []byte {
+	if b.noCopy {
+		return b.mirror
+	}
+	return b.mem
 }
 
 func (d *Device) newVK(length int) (gpu.Buf, []byte, error) {
@@ -153,40 +237,75 @@ func (d *Device) newVK(length int) (gpu.Buf, []byte, error) {
 	return d.vk.NewBuffer(length)
 }
 
+// options checks a buffer's resource options: shared storage (the only
+// mode whose Contents the CPU may use), default CPU cache mode, hazard
+// tracking default or untracked. It returns whether the buffer is
+// untracked.
+func (d *Device) options(what string, o mtl.ResourceOptions) bool {
+	const cacheMask, storageMask, hazardMask = 0xf, 0xf << 4, 0x3 << 8
+	if o&^(cacheMask|storageMask|hazardMask) != 0 || o&cacheMask != 0 {
+		d.violate("%s: resource options %#x beyond shared storage and a hazard tracking mode", what, uint64(o))
+	}
+	if o&storageMask != 0 {
+		d.violate("%s: storage mode %d, not shared: Contents would not be CPU-visible", what, uint64(o&storageMask)>>4)
+	}
+	return o&hazardMask == mtl.HazardUntracked
+}
+
+// add registers a new buffer.
+func (d *Device) add(b *Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nextBuf++
+	b.id = d.nextBuf
+	d.live[b] = true
+}
+
 // NewBuffer implements mtl.Device.
-func (d *Device) NewBuffer(length int) (mtl.Buffer, error) {
+func (d *Device) NewBuffer(length int, opts mtl.ResourceOptions) (mtl.Buffer, error) {
+	untracked := d.options("newBufferWithLength", opts)
 	vb, mem, err := d.newVK(length)
 	if err != nil {
 		return nil, err
 	}
-	b := &Buffer{dev: d, mem: mem, vk: vb}
+	b := &Buffer{dev: d, mem: mem, vk: vb, untracked: untracked}
+	d.add(b)
 	d.mu.Lock()
 	d.stats.AllocatedBytes += int64(length)
 	d.stats.LiveBytes += int64(length)
-	d.live[b] = true
+	d.stats.SharedBuffers++
+	if untracked {
+		d.stats.UntrackedShared++
+	}
 	d.mu.Unlock()
 	return b, nil
 }
 
 // NewBufferWithBytes implements mtl.Device.
-func (d *Device) NewBufferWithBytes(data []byte) (mtl.Buffer, error) {
+func (d *Device) NewBufferWithBytes(data []byte, opts mtl.ResourceOptions) (mtl.Buffer, error) {
+	untracked := d.options("newBufferWithBytes", opts)
 	vb, mem, err := d.newVK(len(data))
 	if err != nil {
 		return nil, err
 	}
 	copy(mem, data)
-	b := &Buffer{dev: d, mem: mem, vk: vb}
+	b := &Buffer{dev: d, mem: mem, vk: vb, untracked: untracked}
+	d.add(b)
 	d.mu.Lock()
 	d.stats.CopiedBytes += int64(len(data))
+	d.stats.CopiedBuffers++
 	d.stats.LiveBytes += int64(len(data))
-	d.live[b] = true
+	if untracked {
+		d.stats.UntrackedCopied++
+	}
 	d.mu.Unlock()
 	return b, nil
 }
 
 // NewBufferNoCopy implements mtl.Device, checking the pointer and length
 // against the page size and that the whole range is mapped.
-func (d *Device) NewBufferNoCopy(p unsafe.Pointer, length int) (mtl.Buffer, error) {
+func (d *Device) NewBufferNoCopy(p unsafe.Pointer, length int, opts mtl.ResourceOptions) (mtl.Buffer, error) {
+	untracked := d.options("newBufferWithBytesNoCopy", opts)
 	addr := uintptr(p)
 	if addr%d.page != 0 || uintptr(length)%d.page != 0 {
 		d.violate("newBufferWithBytesNoCopy: pointer %#x and length %d must be multiples of the %d-byte page", addr, length, d.page)
@@ -200,11 +319,14 @@ func (d *Device) NewBufferNoCopy(p unsafe.Pointer, length int) (mtl.Buffer, erro
 	if err != nil {
 		return nil, err
 	}
-	b := &Buffer{dev: d, mem: unsafe.Slice((*byte)(p), length), vk: vb, mirror: mirror, noCopy: true}
+	b := &Buffer{dev: d, mem: unsafe.Slice((*byte)(p), length), vk: vb, mirror: mirror, noCopy: true, untracked: untracked}
+	d.add(b)
 	d.mu.Lock()
 	d.stats.NoCopyBytes += int64(length)
 	d.stats.NoCopyBuffers++
-	d.live[b] = true
+	if untracked {
+		d.stats.UntrackedNoCopy++
+	}
 	d.mu.Unlock()
 	return b, nil
 }
@@ -252,6 +374,10 @@ func (b *Buffer) Release() {
 	}
 	b.released = true
 	d.vk.Release(b.vk)
+	if b.twin != nil {
+		d.vk.Release(b.twin)
+		b.twin, b.twinMem = nil, nil
+	}
 	d.mu.Lock()
 	delete(d.live, b)
 	if !b.noCopy {
@@ -289,6 +415,9 @@ func (d *Device) Release() {
 	if n := len(d.live); n > 0 {
 		d.violate("device released with %d buffers still alive", n)
 	}
+	if n := len(d.retained); n > 0 {
+		d.violate("device released with %d command buffers retained and never released", n)
+	}
 	d.vk.Close()
 }
 
@@ -303,301 +432,6 @@ type Queue struct {
 
 // Release implements mtl.CommandQueue.
 func (q *Queue) Release() { q.released = true }
-
-// NewCommandBuffer implements mtl.CommandQueue.
-func (q *Queue) NewCommandBuffer() (mtl.CommandBuffer, error) {
-	d := q.dev
-	if q.released {
-		d.violate("commandBuffer on a released queue")
-	}
-	if len(d.pools) == 0 {
-		d.violate("commandBuffer outside an autorelease pool (the autoreleased object leaks)")
-		return &CommandBuffer{dev: d}, nil
-	}
-	return &CommandBuffer{dev: d, pool: d.pools[len(d.pools)-1]}, nil
-}
-
-// CommandBuffer is a simulated MTLCommandBuffer; its dispatches run on
-// Vulkan when it completes (at the first WaitUntilCompleted of it or of a
-// later one of the queue).
-type CommandBuffer struct {
-	dev       *Device
-	pool      int
-	enc       *Encoder // the open encoder
-	ops       []dispatch
-	used      []*Buffer
-	committed bool
-	completed bool
-	err       error
-}
-
-type binding struct {
-	buf *Buffer
-	off int
-}
-
-type dispatch struct {
-	k      kernels.ID
-	lib    *Library
-	params []byte
-	binds  [8]binding
-	groups [3]int
-}
-
-func (c *CommandBuffer) alive(what string) {
-	if !c.dev.inPool(c.pool) {
-		c.dev.violate("%s on a command buffer after its autorelease pool drained", what)
-	}
-}
-
-// NewComputeEncoder implements mtl.CommandBuffer.
-func (c *CommandBuffer) NewComputeEncoder() (mtl.ComputeEncoder, error) {
-	c.alive("computeCommandEncoder")
-	if c.committed {
-		c.dev.violate("computeCommandEncoder on a committed command buffer")
-	}
-	if c.enc != nil {
-		c.dev.violate("computeCommandEncoder while another encoder of the command buffer is open")
-	}
-	c.enc = &Encoder{cb: c}
-	return c.enc, nil
-}
-
-// Commit implements mtl.CommandBuffer.
-func (c *CommandBuffer) Commit() {
-	c.alive("commit")
-	if c.committed {
-		c.dev.violate("command buffer committed twice")
-		return
-	}
-	if c.enc != nil {
-		c.dev.violate("command buffer committed with an encoder not ended")
-	}
-	c.committed = true
-	for _, b := range c.used {
-		b.users++
-	}
-	c.dev.pending = append(c.dev.pending, c)
-}
-
-// WaitUntilCompleted implements mtl.CommandBuffer: it runs every
-// committed command buffer up to this one, in commit order.
-func (c *CommandBuffer) WaitUntilCompleted() {
-	if !c.committed {
-		c.dev.violate("waitUntilCompleted on a command buffer never committed")
-		return
-	}
-	d := c.dev
-	for !c.completed {
-		next := d.pending[0]
-		d.pending = d.pending[1:]
-		next.err = next.run()
-		next.completed = true
-		for _, b := range next.used {
-			b.users--
-		}
-	}
-}
-
-// Err implements mtl.CommandBuffer.
-func (c *CommandBuffer) Err() error {
-	if !c.completed {
-		c.dev.violate("command buffer status read before it completed")
-	}
-	return c.err
-}
-
-// run executes the command buffer's dispatches on Vulkan: no-copy
-// buffers are mirrored in first (their memory must still be mapped) and
-// written bindings of no-copy buffers copied back after.
-func (c *CommandBuffer) run() error {
-	d := c.dev
-	for _, b := range c.used {
-		if b.released {
-			d.violate("a command buffer ran with a buffer released before it completed")
-			return errors.New("buffer released")
-		}
-		if b.noCopy {
-			if err := mapped(uintptr(unsafe.Pointer(unsafe.SliceData(b.mem))), len(b.mem)); err != nil {
-				d.violate("a command buffer ran after the memory of a no-copy buffer it uses was unmapped")
-				return err
-			}
-			if !bytes.Equal(b.mirror, b.mem) {
-				copy(b.mirror, b.mem)
-			}
-		}
-	}
-	lim := d.vk.Limits()
-	for _, o := range c.ops {
-		var binds [8]gpu.Binding
-		for i := 1; i < 8; i++ {
-			bd := o.binds[i]
-			if bd.buf == nil {
-				continue
-			}
-			size := min(int64(len(bd.buf.mem)-bd.off), lim.MaxRange)
-			binds[i] = gpu.Binding{Buf: bd.buf.vk, Offset: int64(bd.off), Size: size}
-		}
-		if err := d.vk.Dispatch(o.k, o.params, &binds, o.groups); err != nil {
-			return fmt.Errorf("running %s on Vulkan: %w", o.k, err)
-		}
-	}
-	if err := d.vk.Flush(); err != nil {
-		return err
-	}
-	for _, o := range c.ops {
-		for i := 1; i < 8; i++ {
-			if bd := o.binds[i]; bd.buf != nil && bd.buf.noCopy && o.lib.writes[i] {
-				copy(bd.buf.mem, bd.buf.mirror)
-			}
-		}
-	}
-	d.mu.Lock()
-	d.stats.CommandBuffers++
-	d.stats.Dispatches += len(c.ops)
-	d.mu.Unlock()
-	return nil
-}
-
-// Encoder is a simulated serial MTLComputeCommandEncoder.
-type Encoder struct {
-	cb     *CommandBuffer
-	ended  bool
-	pipe   *Pipeline
-	params []byte
-	binds  [32]binding
-	bytes0 bool // index 0 set by setBytes
-}
-
-func (e *Encoder) check(what string) bool {
-	e.cb.alive(what)
-	if e.ended {
-		e.cb.dev.violate("%s on an ended encoder", what)
-		return false
-	}
-	return true
-}
-
-// SetPipeline implements mtl.ComputeEncoder.
-func (e *Encoder) SetPipeline(p mtl.Pipeline) {
-	if e.check("setComputePipelineState") {
-		e.pipe = p.(*Pipeline)
-		if e.pipe.released {
-			e.cb.dev.violate("setComputePipelineState with a released pipeline")
-		}
-	}
-}
-
-// SetBytes implements mtl.ComputeEncoder.
-func (e *Encoder) SetBytes(data []byte, index int) {
-	if !e.check("setBytes") {
-		return
-	}
-	if len(data) > mtl.SetBytesLimit {
-		e.cb.dev.violate("setBytes of %d bytes, more than %d", len(data), mtl.SetBytesLimit)
-	}
-	if index < 0 || index >= len(e.binds) {
-		e.cb.dev.violate("setBytes at index %d outside 0..30", index)
-		return
-	}
-	e.binds[index] = binding{}
-	if index == 0 {
-		e.params, e.bytes0 = append(e.params[:0], data...), true
-	} else {
-		e.cb.dev.violate("setBytes at index %d: the fake only passes parameter blocks at index 0", index)
-	}
-}
-
-// SetBuffer implements mtl.ComputeEncoder.
-func (e *Encoder) SetBuffer(b mtl.Buffer, offset, index int) {
-	if !e.check("setBuffer") {
-		return
-	}
-	d := e.cb.dev
-	fb := b.(*Buffer)
-	switch {
-	case index < 0 || index >= len(e.binds):
-		d.violate("setBuffer at index %d outside 0..30", index)
-		return
-	case fb.released:
-		d.violate("setBuffer with a released buffer at index %d", index)
-	case offset < 0 || offset >= len(fb.mem):
-		d.violate("setBuffer offset %d outside the %d-byte buffer at index %d", offset, len(fb.mem), index)
-	}
-	e.binds[index] = binding{buf: fb, off: offset}
-	if index == 0 {
-		e.bytes0 = false
-	}
-}
-
-// DispatchThreadgroups implements mtl.ComputeEncoder: it checks the
-// pipeline, bindings and sizes against the kernel's MSL and records the
-// dispatch.
-func (e *Encoder) DispatchThreadgroups(groups, threads mtl.Size) {
-	if !e.check("dispatchThreadgroups") {
-		return
-	}
-	d := e.cb.dev
-	p := e.pipe
-	if p == nil {
-		d.violate("dispatchThreadgroups without a pipeline")
-		return
-	}
-	lib := p.lib
-	n := threads.Width * threads.Height * threads.Depth
-	if n == 0 || n > uint64(p.max) {
-		d.violate("%s: threadgroup of %d threads, pipeline allows 1..%d", lib.name, n, p.max)
-	}
-	if threads != (mtl.Size{Width: uint64(lib.local), Height: 1, Depth: 1}) {
-		d.violate("%s: threadgroup %v, the kernel is written for (%d, 1, 1)", lib.name, threads, lib.local)
-	}
-	if groups.Width == 0 || groups.Height == 0 || groups.Depth == 0 {
-		d.violate("%s: empty grid %v", lib.name, groups)
-	}
-	o := dispatch{k: lib.id, lib: lib, groups: [3]int{int(groups.Width), int(groups.Height), int(groups.Depth)}}
-	for _, a := range lib.args {
-		if a.index == 0 {
-			if !e.bytes0 {
-				d.violate("%s: parameter block [[buffer(0)]] not set with setBytes", lib.name)
-			}
-			continue
-		}
-		bd := e.binds[a.index]
-		if bd.buf == nil {
-			d.violate("%s: [[buffer(%d)]] is declared but not bound", lib.name, a.index)
-			return
-		}
-		align := 16
-		if a.space == "constant" {
-			align = 256
-		}
-		if bd.off%align != 0 {
-			d.violate("%s: [[buffer(%d)]] (%s) bound at offset %d, not a multiple of %d", lib.name, a.index, a.space, bd.off, align)
-		}
-		if bd.buf.released {
-			d.violate("%s: [[buffer(%d)]] is a released buffer", lib.name, a.index)
-			return
-		}
-		o.binds[a.index] = bd
-		found := false
-		for _, u := range e.cb.used {
-			found = found || u == bd.buf
-		}
-		if !found {
-			e.cb.used = append(e.cb.used, bd.buf)
-		}
-	}
-	o.params = append([]byte(nil), e.params...)
-	e.cb.ops = append(e.cb.ops, o)
-}
-
-// EndEncoding implements mtl.ComputeEncoder.
-func (e *Encoder) EndEncoding() {
-	if e.check("endEncoding") {
-		e.ended = true
-		e.cb.enc = nil
-	}
-}
 
 // Library is a simulated MTLLibrary: one kernel's parsed MSL.
 type Library struct {

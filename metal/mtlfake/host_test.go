@@ -3,6 +3,7 @@
 package mtlfake_test
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -152,6 +153,11 @@ func turn(t *testing.T, onCPU, onGPU models.Model, cc, gc *kvcache.Cache, ids []
 // run as its SPIR-V twin on lavapipe) with the tiny Gemma 3n: load,
 // chunked prefill past the sliding window and past max-kv-size (trims),
 // decode, rewind, a second turn; every step's logits match tensor/cpu.
+// Every step runs from a recorded plan as one command buffer with one
+// concurrent encoder and one wait; the fake runs each command buffer a
+// second time with the dispatches between barriers reversed and finds
+// the same bytes, so the barriers Backend placed suffice. Weight and
+// parameter buffers are untracked, activations tracked.
 // The weights stay in the mapped checkpoint: one no-copy buffer per file,
 // nothing copied but the small tensors the model computes, so resident
 // memory stays near the file size; closing the model releases those
@@ -173,7 +179,7 @@ func TestTinyGemma3nMetalHost(t *testing.T) {
 	}
 	mc, mg := load(c), load(g)
 	defer mc.(io.Closer).Close()
-	st0 := dev.Stats()
+	st0, gs0 := dev.Stats(), g.Stats()
 
 	opts := kvcache.DefaultOptions()
 	opts.MaxKV, opts.Sink, opts.Step = 32, 4, 8
@@ -234,6 +240,28 @@ func TestTinyGemma3nMetalHost(t *testing.T) {
 	if st.CommandBuffers <= st0.CommandBuffers {
 		t.Error("no command buffer ran")
 	}
+	gs := g.Stats()
+	t.Logf("backend: %+v", gs)
+	steps := int(gs.Flushes - gs0.Flushes)
+	cbs, waits := st.CommandBuffers-st0.CommandBuffers, st.Waits-st0.Waits
+	if cbs != steps || waits != steps || st.ConcurrentEncoders-st0.ConcurrentEncoders != steps {
+		t.Errorf("%d steps ran as %d command buffers, %d concurrent encoders, %d waits: want one of each per step", steps, cbs, st.ConcurrentEncoders-st0.ConcurrentEncoders, waits)
+	}
+	if gs.PlanRuns == 0 || gs.PlanRecords == 0 || gs.PlanRuns+gs.PlanRecords != gs.Flushes {
+		t.Errorf("%d plan records and %d replays for %d steps: want every step from a plan, most replayed", gs.PlanRecords, gs.PlanRuns, gs.Flushes)
+	}
+	if st.Barriers == 0 || st.Groups == 0 || int64(st.Barriers+st.ConcurrentEncoders) >= gs.Dispatches {
+		t.Errorf("%d barriers and %d groups of concurrent dispatches in %d dispatches: want barriers only between dependent launches", st.Barriers, st.Groups, gs.Dispatches)
+	}
+	if st.Compared != st.CommandBuffers {
+		t.Errorf("%d of %d command buffers compared in both orders", st.Compared, st.CommandBuffers)
+	}
+	if st.UntrackedNoCopy != st.NoCopyBuffers || st.UntrackedCopied != st.CopiedBuffers || st.CopiedBuffers == 0 {
+		t.Errorf("untracked: %d of %d no-copy weight buffers, %d of %d copied weight buffers: want all", st.UntrackedNoCopy, st.NoCopyBuffers, st.UntrackedCopied, st.CopiedBuffers)
+	}
+	if int64(st.UntrackedShared) != gs.PlanRecords || st.SharedBuffers <= st.UntrackedShared {
+		t.Errorf("%d of %d shared buffers untracked, %d plans recorded: want exactly the plans' parameter buffers untracked, activations tracked", st.UntrackedShared, st.SharedBuffers, gs.PlanRecords)
+	}
 	if err := mg.(io.Closer).Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,4 +271,124 @@ func TestTinyGemma3nMetalHost(t *testing.T) {
 	if v := dev.Violations(); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
+}
+
+// barrierDropper is the Metal driver with one of the barriers Backend asks
+// for removed from every plan it records: the bug the fake must catch.
+type barrierDropper struct {
+	*mtl.Driver
+	which   float64 // the barrier dropped, as a fraction of the plan's barriers
+	dropped []int   // per plan, the launch that lost its barrier
+}
+
+func (d *barrierDropper) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byte, error) {
+	l := append([]gpu.Launch(nil), launches...)
+	var at []int
+	for i := 1; i < len(l); i++ {
+		if l[i].Barrier {
+			at = append(at, i)
+		}
+	}
+	if len(at) > 0 {
+		i := at[int(d.which*float64(len(at)-1))]
+		l[i].Barrier = false
+		d.dropped = append(d.dropped, i)
+	}
+	return d.Driver.NewPlan(l, paramBytes)
+}
+
+// TestFakeCatchesMissingBarrier: with one barrier of a plan removed (the
+// middle one, the last one), the fake reports the missing barrier and
+// names the launch that needed it (CompareOrders), or, running each
+// barrier group reversed, the logits stop matching tensor/cpu (Reverse).
+func TestFakeCatchesMissingBarrier(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	c := cpu.New(1)
+	defer c.Close()
+	mc, err := models.Load(dir, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.(io.Closer).Close()
+	ids := []int32{2, 17, 33, 5, 81, 9}
+	cc, err := mc.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := mc.Forward(cc, ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]float32(nil), lc.F32()...)
+	scale := 0.0
+	for _, v := range want {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for _, tc := range []struct {
+		order mtlfake.Order
+		which float64
+	}{{mtlfake.CompareOrders, 0.5}, {mtlfake.CompareOrders, 1}, {mtlfake.Reverse, 0.5}} {
+		order := tc.order
+		t.Run(fmt.Sprintf("%s/%g", order, tc.which), func(t *testing.T) {
+			// Small buffers (8 MiB heap chunks) keep the replay's copies cheap.
+			dev := device(t, mtlfake.Options{Order: order, MaxBufferLength: 16 << 20})
+			drv, err := mtl.Open(dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bd := &barrierDropper{Driver: drv, which: tc.which}
+			g := gpu.New(bd)
+			mg, err := models.Load(dir, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gc, err := mg.NewCache(kvcache.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lg, err := mg.Forward(gc, ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := maxDiff(lg.F32(), want)
+			mg.(io.Closer).Close()
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(bd.dropped) == 0 {
+				t.Fatal("no plan had a barrier to drop")
+			}
+			v := dev.Violations()
+			t.Logf("barrier of launch %d dropped: logits max |Δ| %.3g from tensor/cpu; violations %q", bd.dropped[0], d, v)
+			switch order {
+			case mtlfake.CompareOrders:
+				if d > 1e-2*scale {
+					t.Errorf("logits max |Δ| %.3g: the fake should keep the recording order's results", d)
+				}
+				need := fmt.Sprintf("and dispatch %d (", bd.dropped[0])
+				if len(v) != 1 || !strings.Contains(v[0], "missing memory barrier") || !strings.Contains(v[0], need) {
+					t.Errorf("violations %q, want one missing memory barrier before dispatch %d", v, bd.dropped[0])
+				}
+			case mtlfake.Reverse:
+				if d < 1e-2*scale || len(v) > 0 {
+					t.Errorf("logits max |Δ| %.3g, violations %q: want the reversed group to give other logits, and no violation", d, v)
+				}
+			}
+		})
+	}
+}
+
+func maxDiff(a, b []float32) float64 {
+	m := 0.0
+	for i := range a {
+		d := math.Abs(float64(a[i]) - float64(b[i]))
+		if math.IsNaN(d) {
+			return math.Inf(1)
+		}
+		m = math.Max(m, d)
+	}
+	return m
 }
