@@ -1,16 +1,23 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"mlxchat/engine/enginetest"
+	"mlxchat/kvcache"
+	"mlxchat/tensor/cpu"
 )
 
 // awaitFit reads events until the Fit (or Error) of request id.
 func awaitFit(t *testing.T, e *Engine, id RequestID) Fit {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(awaitTimeout)
 	for {
 		select {
 		case ev, ok := <-e.Events():
@@ -257,7 +264,12 @@ func TestSummarizeShortDocument(t *testing.T) {
 // TestSummarizeCancelKeepsPieces: cancelling after two pieces ends with
 // Done cancelled carrying them; the engine goes on.
 func TestSummarizeCancelKeepsPieces(t *testing.T) {
-	e, _ := newTiny(t, Settings{MaxKV: 256, PrefillChunk: 48, NoLoopDetect: true})
+	e, wm := newTiny(t, Settings{MaxKV: 256, PrefillChunk: 48, NoLoopDetect: true})
+	// Slow forward passes keep the engine from finishing every piece
+	// before the reader sees the second one.
+	wm.mu.Lock()
+	wm.delay = 5 * time.Millisecond
+	wm.mu.Unlock()
 	var id RequestID
 	got := 0
 	id = e.Submit(Summarize{Document: document(40), AnswerTokens: 16})
@@ -471,4 +483,176 @@ func argmax32(x []float32) int {
 		}
 	}
 	return best
+}
+
+// TestSummarizePiecesMatchAFreshCache: every map piece, answered after
+// rewinding the cache to the anchored shared prefix, gets the very logits
+// a fresh cache fed the prefix and that piece alone gives, at every
+// prefill chunk and decode step: what earlier pieces left behind (rows,
+// sliding-window keys, the rewound part) changes nothing.
+func TestSummarizePiecesMatchAFreshCache(t *testing.T) {
+	const maxKV = 256
+	e, wm := newTiny(t, Settings{MaxKV: maxKV, PrefillChunk: 40, NoLoopDetect: true})
+	// One forward call sequence per prefill (PrefillProgress Chunk 0
+	// announces its chunks), then the piece's decode steps: every token
+	// but the last is fed back when the piece ends at its answer room.
+	type segment struct{ start, prefill, decode int }
+	var segs []segment
+	calls, mapping := 0, true
+	r := await(t, e, e.Submit(Summarize{Document: document(10), AnswerTokens: 12}), func(ev Event) {
+		switch v := ev.(type) {
+		case SummarizeProgress:
+			mapping = mapping && v.Phase == PhaseMap
+		case PrefillProgress:
+			if v.Chunk == 0 && mapping {
+				segs = append(segs, segment{start: calls, prefill: v.Chunks})
+				calls += v.Chunks
+			}
+		case PieceSummary:
+			if mapping {
+				d := v.Piece.Tokens
+				if v.Piece.Reason == DoneMaxTokens {
+					d--
+				}
+				segs[len(segs)-1].decode = d
+				calls += d
+			}
+		}
+	})
+	d := mustDone(t, r)
+	if len(d.Pieces) < 3 || len(segs) != len(d.Pieces)+1 {
+		t.Fatalf("%d pieces, %d prefill runs in the map phase: want at least 3 pieces, each prefilled once after the shared prefix", len(d.Pieces), len(segs))
+	}
+	wm.mu.Lock()
+	fed, last := wm.fed, wm.last
+	wm.mu.Unlock()
+	if len(fed) < calls || len(last) < calls {
+		t.Fatalf("the model saw %d calls, the events account for %d", len(fed), calls)
+	}
+	be := cpu.New(2)
+	defer be.Close()
+	b, err := LoadBundle(tinyModelDir(t), be, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	prefix := segs[0]
+	for k, seg := range segs[1:] {
+		c, err := b.Model.NewCache(kvcache.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetMaxKV(maxKV); err != nil {
+			t.Fatal(err)
+		}
+		var idx []int
+		for i := prefix.start; i < prefix.start+prefix.prefill; i++ {
+			idx = append(idx, i)
+		}
+		for i := seg.start; i < seg.start+seg.prefill+seg.decode; i++ {
+			idx = append(idx, i)
+		}
+		for _, i := range idx {
+			logits, err := b.Model.Forward(c, fed[i], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := logits.F32()
+			row = row[len(row)-len(last[i]):]
+			if diff := maxDiff(row, last[i]); diff > 1e-5 {
+				t.Fatalf("piece %d, forward call %d (%d tokens at offset %d): logits differ from a fresh cache by %g", k+1, i, len(fed[i]), c.Offset()-len(fed[i]), diff)
+			}
+		}
+	}
+}
+
+// TestSummarizeCapIsTheContextLength: with no MaxKV the model's context
+// length is the cap: a document over it is summarized in pieces and the
+// cache never holds more.
+func TestSummarizeCapIsTheContextLength(t *testing.T) {
+	const context = 256
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.CopyFS(dir, os.DirFS(tinyModelDir(t))); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["max_position_embeddings"] = context
+	if tc, ok := cfg["text_config"].(map[string]any); ok {
+		tc["max_position_embeddings"] = context
+	}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	b, err := LoadBundle(dir, be, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if b.Info.ContextLength != context {
+		t.Fatalf("context length %d, want %d", b.Info.ContextLength, context)
+	}
+	e, err := FromBundle(b, Options{Settings: Settings{PrefillChunk: 64, NoLoopDetect: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(t.Context())
+	t.Cleanup(e.Close)
+	r := await(t, e, e.Submit(Summarize{Document: document(12), AnswerTokens: 12}), nil)
+	d := mustDone(t, r)
+	if len(d.Pieces) < 2 || len(r.trims) > 0 {
+		t.Fatalf("%d pieces, %d trims: want a document over the context length in pieces, never trimmed", len(d.Pieces), len(r.trims))
+	}
+	for _, cs := range r.states {
+		if cs.Seen > context || cs.Live > context {
+			t.Fatalf("cache state %+v over the %d-token context length", cs, context)
+		}
+	}
+}
+
+// TestSummarizeAfterAChat: a Summarize whose conversation was just answered
+// reuses the cache for it (nothing is fed from the first token again), and
+// the chat continues after the summary.
+func TestSummarizeAfterAChat(t *testing.T) {
+	e, wm := newTiny(t, Settings{MaxKV: 256, PrefillChunk: 48, NoLoopDetect: true})
+	conv := []Message{user("hello there")}
+	d := mustDone(t, await(t, e, e.Submit(Generate{Conversation: conv, Settings: &Settings{MaxKV: 256, PrefillChunk: 48, NoLoopDetect: true, MaxTokens: 4}}), nil))
+	conv = append(conv, assistant(d.Text))
+	wm.mu.Lock()
+	before := len(wm.fed)
+	wm.mu.Unlock()
+	sd := mustDone(t, await(t, e, e.Submit(Summarize{Conversation: conv, Document: document(12), AnswerTokens: 12}), nil))
+	if len(sd.Pieces) < 2 {
+		t.Fatalf("%d pieces: want the document in pieces", len(sd.Pieces))
+	}
+	wm.mu.Lock()
+	for _, ids := range wm.fed[before:] {
+		if ids[0] == enginetest.BOSID {
+			wm.mu.Unlock()
+			t.Fatal("the summary fed the conversation from its first token again")
+		}
+	}
+	wm.mu.Unlock()
+	conv = append(conv, user("thanks"))
+	r := await(t, e, e.Submit(Generate{Conversation: conv, Settings: &Settings{MaxKV: 256, NoLoopDetect: true, MaxTokens: 3}}), nil)
+	mustDone(t, r)
+	// The cache (at most the 256-token cap past the conversation) is
+	// rewound to where the summary's instruction began.
+	summary := promptIDs(t, e, append(conv[:2:2], user(DefaultSummarizeInstruction+"\n\nThe")))
+	shared := commonPrefix(promptIDs(t, e, conv), summary)
+	if r.stats.CacheRestart != "" || r.stats.CacheRewind != RewindDiverged || r.stats.ReusedTokens != shared {
+		t.Fatalf("the chat after the summary: stats %+v, want the %d tokens it shares with the summary's prompt reused", *r.stats, shared)
+	}
 }

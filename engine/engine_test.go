@@ -166,10 +166,14 @@ func (e *Engine) idle() bool {
 
 // await reads events until request id ends (Done, Error, Cleared or
 // SettingsChanged). onEvent, when set, sees each of its events as it comes.
+// awaitTimeout only guards against a hung engine: under -race on a busy
+// two-core machine a summary of many pieces takes well over 30 s.
+const awaitTimeout = 3 * time.Minute
+
 func await(t *testing.T, e *Engine, id RequestID, onEvent func(Event)) result {
 	t.Helper()
 	var r result
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(awaitTimeout)
 	for {
 		select {
 		case ev, ok := <-e.Events():

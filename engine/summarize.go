@@ -11,8 +11,13 @@ import (
 // before it is the shared prefix of every piece's prompt.
 const summarizeMark = "\uE000mlxchat-document\uE001"
 
-// minPieceTokens is the least room for document text a piece must have.
-const minPieceTokens = 32
+// minPieceTokens is the least room for document text a piece must have;
+// minAnswerTokens the least room for an answer that a small cap shrinks
+// the default room to.
+const (
+	minPieceTokens  = 32
+	minAnswerTokens = 16
+)
 
 // mapHeader opens piece i of n; combineHeader a combination of n summaries,
 // each opened by partHeader.
@@ -130,6 +135,12 @@ func (sm *summarizer) run(touched *bool) (*Done, error) {
 	sm.mapHdr, sm.combineHdr, sm.partHdr = count(mapHeader(big, big)), count(combineHeader(big)), count(partHeader(big)+"\n\n")
 	sm.budget, sm.cap = -1, capTokens // no cap: one piece
 	if capTokens > 0 {
+		if sm.r.AnswerTokens == 0 {
+			// A small cap gets shorter answers rather than no room:
+			// a combination must hold two of them beside the prompt.
+			fits := (capTokens - len(sm.prefix) - len(tailIDs) - sm.combineHdr - 2*sm.partHdr) / 3
+			sm.room = max(min(sm.room, fits), minAnswerTokens)
+		}
 		sm.budget = capTokens - len(sm.prefix) - len(tailIDs) - sm.room
 		if need := max(sm.mapHdr+minPieceTokens, sm.combineHdr+2*(sm.room+sm.partHdr)); sm.budget < need {
 			return nil, fmt.Errorf("summarize: the conversation and the instruction take %d tokens and each answer %d of the %d-token cap, leaving %d for pieces of the document (want at least %d); raise --max-kv-size, clear the conversation or ask for shorter answers",
