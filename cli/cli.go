@@ -25,6 +25,9 @@ type IO struct {
 	// StdinIsTerminal says stdin is interactive: run then refuses to wait
 	// for a prompt on it, and the chat may start.
 	StdinIsTerminal bool
+	// StderrIsTerminal makes run draw its progress line on Stderr as on a
+	// terminal (tests; a *os.File Stderr on a tty is detected anyway).
+	StderrIsTerminal bool
 	// ForceTUI starts the chat even when stdin is not a terminal (tests
 	// that drive the TUI through Stdin and Stdout).
 	ForceTUI bool
@@ -37,10 +40,14 @@ type config struct {
 	temp, topP, minP, repPenalty                                    float64
 	seed                                                            uint64
 	system, backend, theme, configPath, promptFile, prompt          string
-	keepSystem, noLoop, help, quiet, version                        bool
+	keepSystem, noLoop, help, quiet, version, summarize             bool
 	promptLens                                                      []int
 	stops                                                           []string
 	stopsFromFlags                                                  bool
+	// maxTokensSet says --max-tokens (or the config's max_tokens) was
+	// given: run then takes 0 as "no limit" instead of its default cap.
+	maxTokensSet bool
+	kvBits       int // --kv-bits: 16 or 8 (0 = the engine's default, 16)
 }
 
 // flags registers every flag on a new flagSet bound to c.
@@ -62,7 +69,12 @@ func (c *config) flags() *flagSet {
 	f.Float(&c.repPenalty, "repetition-penalty", 0, 100, "a number from 0 to 100 (1 = off)", "penalize tokens seen in the last --repetition-window tokens; 0 or 1 = off")
 	f.Int(&c.repWindow, "repetition-window", 1, "a positive number of tokens", "tokens the repetition penalty looks back over (default 64)")
 	f.Uint(&c.seed, "seed", "a non-negative integer", "random seed for sampling (same seed, same answer)")
-	f.Int(&c.maxTokens, "max-tokens", 0, "0 (no limit) or a positive count", "stop the answer after this many tokens; 0 = no limit")
+	f.Int(&c.maxTokens, "max-tokens", 0, "0 (no limit) or a positive count", "stop the answer after this many tokens; 0 = no limit (run without the flag: the model's context length, else 4096)")
+	setMaxTokens := f.specs["max-tokens"].set
+	f.specs["max-tokens"].set = func(v string) error {
+		c.maxTokensSet = true
+		return setMaxTokens(v)
+	}
 	f.add(&flagSpec{name: "stop", want: "a non-empty string", usage: "stop the answer when this text appears (repeatable)", set: func(v string) error {
 		if v == "" {
 			return fmt.Errorf("want a non-empty string")
@@ -78,12 +90,24 @@ func (c *config) flags() *flagSet {
 	f.Bool(&c.keepSystem, "keep-system", "never trim the system prompt (the sink covers it)")
 	f.Bool(&c.noLoop, "no-loop-detect", "do not stop answers that loop")
 	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default metal on Apple silicon, else cpu)")
+	f.add(&flagSpec{name: "kv-bits", want: "16 or 8", usage: "KV cache storage: 16 (full precision, default) or 8 (int8 with a scale per token and head: about a quarter of the memory)", set: func(v string) error {
+		switch strings.TrimSpace(v) {
+		case "16":
+			c.kvBits = 16
+		case "8":
+			c.kvBits = 8
+		default:
+			return fmt.Errorf("want 16 or 8")
+		}
+		return nil
+	}})
 	f.Int(&c.threads, "threads", 0, "0 (all cores) or a positive count", "CPU threads; 0 = all cores")
 	f.String(&c.theme, "theme", nil, "a theme name", "TUI colour theme (dark, light, high-contrast)")
 	f.String(&c.configPath, "config", nil, "a file path", "JSON config file with defaults for every command (max_kv_size, temp, ...; flags override them) and the chat's theme (default $XDG_CONFIG_HOME/mlxchat/config.json)")
 	f.String(&c.promptFile, "prompt-file", nil, "a file path", "run: read the prompt from this file ('-' = stdin)")
 	f.String(&c.prompt, "prompt", nil, "a string", "run: the prompt text")
 	f.Bool(&c.quiet, "quiet", "run: print only the answer, no stats")
+	f.Bool(&c.summarize, "summarize", "run: summarize the document of --prompt-file (or stdin) in pieces that fit --max-kv-size and print the combined answer (piece summaries on stderr); --prompt is the instruction")
 	f.IntList(&c.promptLens, "prompt-lens", "comma-separated positive token counts, e.g. 128,512,2048", "bench: prompt lengths to measure")
 	c.bandwidthMB = 256
 	f.Int(&c.bandwidthMB, "bandwidth-mb", 1, "a positive number of MiB", "bench: buffer size of the memory-bandwidth probe (default 256)")
@@ -111,6 +135,7 @@ func (c *config) settings() engine.Settings {
 		SinkTokens:        c.sink,
 		KeepSystem:        c.keepSystem,
 		NoLoopDetect:      c.noLoop,
+		KVBits:            c.kvBits,
 	}
 	if len(c.stops) > 0 {
 		s.StopStrings = append([]string(nil), c.stops...)
@@ -123,7 +148,7 @@ func (c *config) settings() engine.Settings {
 func (c *config) useDefaults(s engine.Settings) {
 	c.maxKV, c.chunk, c.temp, c.topK, c.topP, c.minP = s.MaxKV, s.PrefillChunk, s.Temperature, s.TopK, s.TopP, s.MinP
 	c.repPenalty, c.repWindow, c.seed, c.maxTokens = s.RepetitionPenalty, s.RepetitionWindow, s.Seed, s.MaxTokens
-	c.system, c.sink, c.keepSystem, c.noLoop = s.System, s.SinkTokens, s.KeepSystem, s.NoLoopDetect
+	c.system, c.sink, c.keepSystem, c.noLoop, c.kvBits = s.System, s.SinkTokens, s.KeepSystem, s.NoLoopDetect, s.KVBits
 	c.stops = append([]string(nil), s.StopStrings...)
 }
 
@@ -202,6 +227,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 		var withFile config
 		fs = withFile.flags()
 		withFile.useDefaults(file.Settings(withFile.settings()))
+		withFile.maxTokensSet = file.MaxTokens != nil // the file's max_tokens counts as given
 		if _, err := fs.parse(args); err != nil {
 			fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
 			return 2
@@ -260,6 +286,7 @@ var commandFlags = map[string][]string{
 	"prompt-file":  {"run"},
 	"prompt":       {"run"},
 	"quiet":        {"run"},
+	"summarize":    {"run"},
 	"prompt-lens":  {"bench"},
 	"decode":       {"bench"},
 	"bandwidth-mb": {"bench"},
@@ -312,6 +339,8 @@ func usage(fs *flagSet) string {
 Usage:
   mlxchat [flags] MODEL                 open the chat (downloads MODEL if missing)
   mlxchat run MODEL [flags]             print the answer to a prompt (--prompt, --prompt-file or stdin), stats on stderr
+  mlxchat run MODEL --summarize [flags] summarize a document (--prompt-file or stdin) of any length in pieces under
+                                        --max-kv-size; --prompt is the instruction
   mlxchat bench MODEL [flags]           measure prefill and decode speed
   mlxchat list                          list the models in the Hugging Face cache and the data dir
   mlxchat rm MODEL                      remove a model from those caches (every copy; says what it removed)
