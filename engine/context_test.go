@@ -656,3 +656,55 @@ func TestSummarizeAfterAChat(t *testing.T) {
 		t.Fatalf("the chat after the summary: stats %+v, want the %d tokens it shares with the summary's prompt reused", *r.stats, shared)
 	}
 }
+
+// TestFitCheckDuringGenerate: fit checks are answered while a generation
+// runs, not after it; each is answered exactly once, the newest with the
+// numbers, older ones still waiting with Superseded. (Under -race this
+// also checks that the tokenizer and the template are shared safely.)
+func TestFitCheckDuringGenerate(t *testing.T) {
+	e, wm := newTiny(t, Settings{MaxKV: 64, PrefillChunk: 16, NoLoopDetect: true})
+	wm.mu.Lock()
+	wm.delay = 5 * time.Millisecond
+	wm.mu.Unlock()
+	gen := e.Submit(Generate{Conversation: []Message{user("hello there")}, Settings: &Settings{MaxKV: 64, PrefillChunk: 16, NoLoopDetect: true, MaxTokens: 150}})
+	var checks []RequestID
+	for i := 1; i <= 4; i++ {
+		draft := strings.Repeat("a draft that grows as it is typed. ", 4*i)
+		checks = append(checks, e.Submit(FitCheck{Conversation: []Message{user("hello there"), assistant("hi"), user(draft)}}))
+	}
+	answered := map[RequestID]Fit{}
+	timeout := time.After(awaitTimeout)
+	for len(answered) < len(checks) {
+		select {
+		case ev := <-e.Events():
+			switch v := ev.(type) {
+			case Fit:
+				if _, dup := answered[v.ID]; dup {
+					t.Fatalf("fit check %d answered twice", v.ID)
+				}
+				answered[v.ID] = v
+			case Done:
+				if v.ID == gen {
+					t.Fatalf("the generation ended (%s) before %d of %d fit checks were answered", v.Reason, len(checks)-len(answered), len(checks))
+				}
+			case Error:
+				t.Fatalf("request %d: %v", v.ID, v.Err)
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d fit checks answered", len(answered), len(checks))
+		}
+	}
+	last := answered[checks[len(checks)-1]]
+	if last.Superseded || last.MessageTokens == 0 || last.Fits {
+		t.Fatalf("newest fit check: %+v, want the numbers of a draft over the cap", last)
+	}
+	for _, id := range checks[:len(checks)-1] {
+		if f := answered[id]; !f.Superseded && f.MessageTokens == 0 {
+			t.Fatalf("fit check %d: %+v, neither superseded nor answered", id, f)
+		}
+	}
+	e.Submit(Cancel{ID: gen})
+	if r := await(t, e, gen, nil); r.done == nil {
+		t.Fatalf("generation: %+v", r.err)
+	}
+}
