@@ -25,6 +25,7 @@ func TestGolden(t *testing.T) {
 		{"o3_a", []int32{250}, -1},
 		{"o3_a_q4", []int32{250}, -1},
 		{"o3_a_q8", []int32{250}, -1},
+		{"o3_b", []int32{250}, -1},
 	} {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {
