@@ -16,6 +16,10 @@ import (
 type Message struct {
 	Role    string // "system", "user", "assistant" (or "tool")
 	Content string
+	// Reasoning, when not empty, is passed as the message's
+	// reasoning_content (an assistant turn's thinking, which templates
+	// such as Qwen 3's show or drop by position).
+	Reasoning string
 }
 
 // Options configure a Template.
@@ -220,6 +224,9 @@ func renderValues(tmpl *jinja.Template, messages []Message, addGenerationPrompt 
 		d := jinja.NewDict()
 		d.AsDict().Set("role", jinja.NewString(m.Role))
 		d.AsDict().Set("content", jinja.NewString(m.Content))
+		if m.Reasoning != "" {
+			d.AsDict().Set("reasoning_content", jinja.NewString(m.Reasoning))
+		}
 		msgs[i] = d
 	}
 	strftimeNow := func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
@@ -244,6 +251,11 @@ func renderValues(tmpl *jinja.Template, messages []Message, addGenerationPrompt 
 	}
 	return tmpl.RenderValues(data)
 }
+
+// Reads reports whether the template mentions the variable name (such as
+// enable_thinking), that is whether passing it to RenderWith can change
+// the output.
+func (t *Template) Reads(name string) bool { return strings.Contains(t.source, name) }
 
 // Source returns the template text.
 func (t *Template) Source() string { return t.source }
@@ -276,9 +288,13 @@ type TokenIDer interface {
 }
 
 // StopTokens returns the ids that end generation: the eos_token_id values
-// of generation_config.json (eosIDs, as checkpoint.Config.EOSTokenIDs reads them), then the
-// template's end-of-turn token and the tokenizer_config eos_token if the
-// vocabulary has them; without duplicates, in that order.
+// of generation_config.json (eosIDs, as checkpoint.Config.EOSTokenIDs
+// reads them), then every end-of-turn token the template writes (Cohere's
+// <|END_RESPONSE|> besides <|END_OF_TURN_TOKEN|>; <|endoftext|> too for
+// ChatML templates, whose models end a turn on either, Qwen 3 among them),
+// then the tokenizer_config eos_token, each if the vocabulary has it;
+// without duplicates, in that order. So OLMo 3, whose config names only
+// <|endoftext|>, stops on the <|im_end|> its template writes.
 func (t *Template) StopTokens(vocab TokenIDer, eosIDs []int32) []int32 {
 	var out []int32
 	add := func(id int32) {
@@ -292,7 +308,16 @@ func (t *Template) StopTokens(vocab TokenIDer, eosIDs []int32) []int32 {
 	for _, id := range eosIDs {
 		add(id)
 	}
-	for _, s := range []string{t.endOfTurn, t.special["eos_token"]} {
+	var names []string
+	for _, m := range append(endOfTurnMarkers, "<|END_RESPONSE|>") {
+		if strings.Contains(t.source, m) {
+			names = append(names, m)
+		}
+	}
+	if strings.Contains(t.source, "<|im_end|>") {
+		names = append(names, "<|endoftext|>")
+	}
+	for _, s := range append(names, t.special["eos_token"]) {
 		if s == "" || vocab == nil {
 			continue
 		}

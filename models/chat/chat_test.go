@@ -16,8 +16,9 @@ type conversationsFile struct {
 		SpecialTokens map[string]string `json:"special_tokens"`
 	} `json:"templates"`
 	Conversations map[string][]struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role      string `json:"role"`
+		Content   string `json:"content"`
+		Reasoning string `json:"reasoning_content"`
 	} `json:"conversations"`
 	Extras map[string]map[string]any `json:"extras"`
 }
@@ -74,7 +75,7 @@ func TestGoldenRenderings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var msgs []Message
 			for _, m := range conv.Conversations[g.Conversation] {
-				msgs = append(msgs, Message{Role: m.Role, Content: m.Content})
+				msgs = append(msgs, Message{Role: m.Role, Content: m.Content, Reasoning: m.Reasoning})
 			}
 			got, err := templates[g.Template].RenderWith(msgs, g.AddGenerationPrompt, conv.Extras[g.Extra])
 			switch {
@@ -127,9 +128,30 @@ func TestStopTokens(t *testing.T) {
 		{"gemma: int", "{{ '<end_of_turn>' }}", nil, []int32{1}, []int32{1, 106}},
 		{"qwen: none from generation config", "<|im_end|>", map[string]string{"eos_token": "<|endoftext|>"}, nil, []int32{151645, 151643}},
 		{"unknown marker", "plain", nil, []int32{7}, []int32{7}},
+		// The real templates: Qwen 3's config names only <|im_end|>, yet the
+		// model also ends on <|endoftext|>; OLMo 3's configs name only
+		// <|endoftext|>, its template ends turns with <|im_end|>; Command
+		// R7B ends a turn with <|END_RESPONSE|><|END_OF_TURN_TOKEN|>.
+		{"qwen3 template", "file:qwen3.jinja", map[string]string{"eos_token": "<|im_end|>"}, []int32{151645}, []int32{151645, 151643}},
+		{"olmo3 template", "file:olmo3.1-instruct.jinja", map[string]string{"eos_token": "<|endoftext|>"}, []int32{100257}, []int32{100257, 100265}},
+		{"command-r7b template", "file:command-r7b.jinja", map[string]string{"eos_token": "<|END_OF_TURN_TOKEN|>"}, []int32{255001}, []int32{255001, 255009}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			v := v
+			if name, ok := strings.CutPrefix(tc.src, "file:"); ok {
+				src, err := os.ReadFile(filepath.Join("testdata", "templates", name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.src = string(src)
+				if strings.HasPrefix(name, "olmo3") {
+					v = vocab{"<|endoftext|>": 100257, "<|im_start|>": 100264, "<|im_end|>": 100265}
+				}
+				if strings.HasPrefix(name, "command-r7b") {
+					v = vocab{"<BOS_TOKEN>": 5, "<|END_OF_TURN_TOKEN|>": 255001, "<|START_RESPONSE|>": 255008, "<|END_RESPONSE|>": 255009}
+				}
+			}
 			tmpl, err := New(tc.src, Options{SpecialTokens: tc.special})
 			if err != nil {
 				t.Fatal(err)
