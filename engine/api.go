@@ -45,6 +45,12 @@ type Message struct {
 	// Generate prefill the conversation again (Stats.CacheRestart
 	// RestartPinned), so that it is attended.
 	Pinned bool
+	// Reasoning is an assistant turn's reasoning (Done.Reasoning: what the
+	// model wrote between <think> and </think>), kept apart from Content.
+	// It reaches the template as the message's reasoning_content, so the
+	// template decides what to keep: Qwen 3's drops the reasoning of every
+	// turn before the last user message, as it was trained.
+	Reasoning string
 }
 
 // Defaults applied by DefaultSettings and, for zero fields, by Normalize.
@@ -104,6 +110,12 @@ type Settings struct {
 	KeepSystem bool
 	// NoLoopDetect turns off the n-gram loop detector (Done reason loop).
 	NoLoopDetect bool
+	// NoThinking asks the model not to reason before it answers: the chat
+	// template gets enable_thinking=false (Qwen 3's then opens the answer
+	// with an empty <think></think> block). Only templates that read
+	// enable_thinking support it (ModelInfo.ThinkingSwitch); others ignore
+	// it.
+	NoThinking bool
 	// KVBits is the precision of the stored keys and values: 16 (or 0,
 	// the default) keeps them at full precision (float32 rows today), 8
 	// stores int8 values with one float32 scale per token and KV head
@@ -271,6 +283,12 @@ type ModelInfo struct {
 	ContextLength int   // max_position_embeddings (0 = unknown)
 	SlidingWindow int   // sliding-window size of local layers (0 = none)
 	WeightBytes   int64 // bytes of weights read per decoded token
+	// Reasoning: the model may reason between <think> and </think> (its
+	// vocabulary has both tags); Token.Reasoning marks that text.
+	Reasoning bool
+	// ThinkingSwitch: the chat template reads enable_thinking, so
+	// Settings.NoThinking turns the reasoning off.
+	ThinkingSwitch bool
 }
 
 // Ready says the model is loaded and requests will run. It is the first
@@ -299,6 +317,9 @@ type Token struct {
 	Header
 	Text   string
 	Tokens int // tokens generated so far in this answer
+	// Reasoning says Text is reasoning, written between <think> and
+	// </think> (the tags themselves are never sent), not the answer.
+	Reasoning bool
 }
 
 // Trim reports that the cache dropped tokens to stay under MaxKV.
@@ -425,7 +446,12 @@ const (
 type Done struct {
 	Header
 	Reason DoneReason
-	Text   string
+	// Text is the answer as emitted in Token events, reasoning excluded.
+	Text string
+	// Reasoning is the text emitted with Token.Reasoning, its leading and
+	// trailing newlines dropped ("" when the model did not reason). Pass
+	// it back as the turn's Message.Reasoning.
+	Reasoning string
 	// Tokens is the number of answer tokens generated.
 	Tokens int
 	// Pieces, for a Summarize whose document was split, holds the piece

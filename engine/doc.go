@@ -62,6 +62,21 @@
 // Answer text: sampled ids go through the tokenizer's streaming decoder,
 // except control tokens (SpecialTokens: <start_of_turn>, <pad>, ...), which
 // are fed back to the model but never shown; stop tokens end the answer.
+// Stop tokens come from the checkpoint: generation_config.json's
+// eos_token_id (else config.json's) plus every end-of-turn token the chat
+// template writes (models/chat StopTokens: OLMo 3's <|im_end|>, Cohere's
+// <|END_RESPONSE|>, <|endoftext|> for ChatML models).
+//
+// Reasoning (think.go): when the tokenizer has <think> and </think> as
+// tokens (ModelInfo.Reasoning), the decoded text is split as it streams:
+// text inside the tags goes out as Token events with Reasoning set, the
+// tags never, and Done carries the reasoning apart from the answer. A
+// prompt that ends inside an open block (OLMo 3 Think's template opens it)
+// starts the answer as reasoning. Message.Reasoning goes back to the
+// template as reasoning_content, which decides what past reasoning to keep
+// (Qwen 3's drops it before the last user message). Settings.NoThinking
+// renders every prompt of the request with enable_thinking=false, for
+// templates that read it (ModelInfo.ThinkingSwitch).
 //
 // Sampling (sample.go) applies repetition penalty, then temperature
 // (0 = greedy), top-k, top-p and min-p, with a per-request PCG generator

@@ -95,12 +95,13 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 		return Fit{}, fmt.Errorf("fit check: empty conversation")
 	}
 	full, index := withSystem(conv, s)
-	ids, err := fm.promptIDs(full, true)
+	pt := fm.forSettings(s)
+	ids, err := pt.promptIDs(full, true)
 	if err != nil {
 		return Fit{}, err
 	}
-	pl := fm.layoutPrompt(full, index, ids, true)
-	sink, err := fm.sinkFor(s, full, ids)
+	pl := pt.layoutPrompt(full, index, ids, true)
+	sink, err := pt.sinkFor(s, full, ids)
 	if err != nil {
 		return Fit{}, err
 	}

@@ -19,6 +19,8 @@ type generation struct {
 	start time.Time
 
 	text      strings.Builder // answer as emitted
+	reasoning strings.Builder // reasoning as emitted (Token.Reasoning)
+	think     *thinkSplitter  // splits decoded text into reasoning and answer
 	generated int             // answer tokens sampled (stop token excluded)
 	answer    []int32         // the answer's token ids fed back (stop token excluded)
 	quiet     bool            // collect the answer without Token events (a summary piece)
@@ -67,12 +69,13 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 	if len(conv) == 0 {
 		return nil, fmt.Errorf("generate: empty conversation")
 	}
-	ids, err := w.promptIDs(conv, true)
+	pt := w.forSettings(s)
+	ids, err := pt.promptIDs(conv, true)
 	if err != nil {
 		return nil, err
 	}
-	pl := w.layoutPrompt(conv, index, ids, true)
-	sink, err := w.sinkFor(s, conv, ids)
+	pl := pt.layoutPrompt(conv, index, ids, true)
+	sink, err := pt.sinkFor(s, conv, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +398,8 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		loops = newLoopDetector()
 	}
 	history := append([]int32(nil), prompt...)
+	g.reasoning.Reset()
+	g.think = newThinkSplitter(w.thinkIDs != nil, w.thinkIDs.openAtEnd(prompt))
 	t0 := time.Now()
 	steps := 0
 	finish := func(reason DoneReason) *Done {
@@ -402,12 +407,13 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 			g.emitText(stream.Flush())
 			g.emitText(matcher.flush())
 		}
+		g.emitParts(g.think.flush())
 		g.stats.DecodeTokens = g.generated
 		g.stats.DecodeTime = time.Since(t0)
 		if steps > 0 {
 			g.stats.DecodeTokPerSec = rate(steps, g.stats.DecodeTime)
 		}
-		return &Done{Reason: reason, Text: g.text.String(), Tokens: g.generated}
+		return &Done{Reason: reason, Text: g.text.String(), Reasoning: g.reasoning.String(), Tokens: g.generated}
 	}
 	for {
 		recent := history[max(0, len(history)-s.RepetitionWindow):]
@@ -422,7 +428,7 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		history = append(history, tok)
 		g.answer = history[len(prompt):]
 		piece := ""
-		if !w.isSpecial(tok) {
+		if !w.isSpecial(tok) || w.thinkIDs.is(tok) {
 			// Control tokens (<start_of_turn>, <pad>, ...) are fed back to
 			// the model but never shown: the answer text is what Hugging
 			// Face's decode with skip_special_tokens gives.
@@ -458,16 +464,32 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 	}
 }
 
-// emitText adds answer text and sends it as a Token event (unless quiet).
+// emitText splits decoded text into answer and reasoning (see
+// thinkSplitter) and emits it.
 func (g *generation) emitText(text string) {
-	if text == "" {
+	if g.think == nil {
+		g.emitParts([]textPart{{text: text}})
 		return
 	}
-	g.text.WriteString(text)
-	if g.quiet {
-		return
+	g.emitParts(g.think.add(text))
+}
+
+// emitParts adds answer and reasoning text and sends each part as a Token
+// event (unless quiet).
+func (g *generation) emitParts(parts []textPart) {
+	for _, p := range parts {
+		if p.text == "" {
+			continue
+		}
+		if p.reasoning {
+			g.reasoning.WriteString(p.text)
+		} else {
+			g.text.WriteString(p.text)
+		}
+		if !g.quiet {
+			g.e.emit(g.j.id, Token{Text: p.text, Tokens: g.generated, Reasoning: p.reasoning})
+		}
 	}
-	g.e.emit(g.j.id, Token{Text: text, Tokens: g.generated})
 }
 
 // finishStats fills the time-to-first-token and memory figures.

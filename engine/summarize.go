@@ -96,7 +96,7 @@ func (sm *summarizer) run(touched *bool) (*Done, error) {
 	}
 	conv, _ := withSystem(sm.r.Conversation, s)
 	conv = append(conv[:len(conv):len(conv)], Message{Role: RoleUser, Content: instruction + "\n\n" + summarizeMark})
-	rendered, err := w.tmpl.Render(conv, true)
+	rendered, err := w.forSettings(s).tmpl.Render(conv, true)
 	if err != nil {
 		return nil, err
 	}

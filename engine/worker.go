@@ -72,8 +72,12 @@ type lm interface {
 // the token ids whose keys and values the cache holds.
 type worker struct {
 	promptTools
-	lm       lm
-	special  SpecialTokens // tok when it implements SpecialTokens, else nil
+	lm      lm
+	special SpecialTokens // tok when it implements SpecialTokens, else nil
+	// thinkIDs are the ids of <think> and </think> when the tokenizer has
+	// them (nil: the model does not reason in tags); their text is
+	// decoded even when they are special, for the reasoning split.
+	thinkIDs *thinkTags
 	stops    map[int32]bool
 	info     ModelInfo
 	settings Settings // current settings (normalized)
@@ -113,6 +117,11 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 	}
 	w := &worker{promptTools: promptTools{tok: tok, tmpl: tmpl}, lm: m, stops: map[int32]bool{}, info: info, settings: s}
 	w.special, _ = tok.(SpecialTokens)
+	w.thinkIDs = findThinkTags(tok)
+	w.info.Reasoning = w.thinkIDs != nil
+	if r, ok := tmpl.(templateReader); ok {
+		w.info.ThinkingSwitch = r.Reads("enable_thinking")
+	}
 	for _, id := range append(append([]int32(nil), stops...), opts.StopTokens...) {
 		w.stops[id] = true
 	}
