@@ -58,6 +58,7 @@ type Backend struct {
 	freed   []*bufState // released by cleanups, reclaimed after the next flush
 	heap    []*chunk    // chunks that small tensors are carved from
 	weights map[memKey]weightBuf
+	wheap   []*wchunk   // weight heap chunks (WeightHeap drivers), newest last
 	// validMats remembers matrices that passed quantInfo.
 	validMats map[matKey]uint32
 
@@ -145,8 +146,19 @@ type memKey struct {
 
 type weightBuf struct {
 	buf  Buf
-	keep []byte // pins Go memory so its address is not reused
-	data []byte // the bytes handed to NewWeights, alive as long as buf
+	off  int64   // byte offset in buf (weights packed into a heap chunk)
+	size int64   // bytes the weight occupies (padded to 16)
+	wc   *wchunk // the heap chunk holding it, or nil for a buffer of its own
+	keep []byte  // pins Go memory so its address is not reused
+	data []byte  // the bytes handed to NewWeights, alive as long as buf
+}
+
+// wchunk is a GPU buffer that weights are packed into (WeightHeap
+// drivers); it is released when its last weight is forgotten.
+type wchunk struct {
+	buf        Buf
+	size, used int64
+	live       int
 }
 
 type arenaChunk struct {
@@ -568,10 +580,9 @@ func (b *Backend) Close() error {
 		release(ch)
 	}
 	b.pool, b.heap, b.pooled, b.actBytes = map[int][]*bufState{}, nil, 0, 0
-	for _, w := range b.weights {
-		b.drv.Release(w.buf)
+	for k := range b.weights {
+		b.forgetWeight(k)
 	}
-	b.weights = map[memKey]weightBuf{}
 	for _, c := range append(append(b.arena, b.darena...), b.carena...) {
 		b.drv.Release(c.buf)
 	}
@@ -592,11 +603,34 @@ func (b *Backend) DropWeights() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropPlans()
-	for _, w := range b.weights {
-		b.drv.Release(w.buf)
+	for k := range b.weights {
+		b.forgetWeight(k)
 	}
-	b.weights = map[memKey]weightBuf{}
 	return nil
+}
+
+// forgetWeight drops a cached weight upload, releasing its buffer (or its
+// heap chunk once no weight lives there).
+func (b *Backend) forgetWeight(k memKey) {
+	w, ok := b.weights[k]
+	if !ok {
+		return
+	}
+	delete(b.weights, k)
+	if w.wc == nil {
+		b.drv.Release(w.buf)
+		return
+	}
+	w.wc.live--
+	if w.wc.live == 0 {
+		b.drv.Release(w.wc.buf)
+		for i, c := range b.wheap {
+			if c == w.wc {
+				b.wheap = append(b.wheap[:i], b.wheap[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // MapWeights lets the weights inside region, host memory that stays
@@ -636,10 +670,9 @@ func (b *Backend) UnmapWeights(region []byte) error {
 	defer b.mu.Unlock()
 	b.dropPlans()
 	lo, hi := dataPtr(region), dataPtr(region)+uintptr(len(region))
-	for k, w := range b.weights {
+	for k := range b.weights {
 		if k.ptr >= lo && k.ptr < hi {
-			b.drv.Release(w.buf)
-			delete(b.weights, k)
+			b.forgetWeight(k)
 		}
 	}
 	if mw, ok := b.drv.(MappedWeights); ok {

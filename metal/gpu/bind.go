@@ -92,24 +92,13 @@ func (b *Backend) resolve(a arg) (ref, error) {
 		key := memKey{p, len(t.Data)}
 		w, ok := b.weights[key]
 		if !ok {
-			data := t.Data
-			if len(data)%16 != 0 {
-				// Kernels read 16-bit and vector data in whole words: pad.
-				data = make([]byte, (len(t.Data)+15)&^15)
-				copy(data, t.Data)
+			var err error
+			if w, err = b.uploadWeight(t); err != nil {
+				return ref{}, err
 			}
-			wb, err := b.drv.NewWeights(data)
-			if err != nil {
-				return ref{}, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
-			}
-			// Keep both: t.Data pins the address the cache is keyed by,
-			// data is what the driver may alias (the padded copy when
-			// there is one, which nothing else references).
-			w = weightBuf{buf: wb, keep: t.Data, data: data}
-			b.stats.WeightBytes += int64(len(t.Data))
 			b.weights[key] = w
 		}
-		return ref{buf: w.buf, off: a.off, size: int64((len(t.Data) + 15) &^ 15)}, nil
+		return ref{buf: w.buf, off: w.off + a.off, size: w.bufSize()}, nil
 	}
 	if b.profile != nil {
 		b.profKey = fmt.Sprintf("%s%v", t.DType, t.Shape)
@@ -119,6 +108,73 @@ func (b *Backend) resolve(a arg) (ref, error) {
 		return ref{}, err
 	}
 	return ref{buf: s.chunk.buf, off: s.off + a.off, size: s.chunk.size}, nil
+}
+
+// Weight heap sizes: the first chunk and the largest one (also capped by
+// the binding limit), and the largest weight packed into a chunk.
+const (
+	wheapFirst = 16 << 20
+	wheapMax   = 1 << 30
+	wheapPiece = 256 << 20
+)
+
+// uploadWeight copies a weight to the GPU: into the weight heap where the
+// driver has one and the weight is not huge, else into a buffer of its
+// own.
+func (b *Backend) uploadWeight(t *tensor.Tensor) (weightBuf, error) {
+	data := t.Data
+	if len(data)%16 != 0 {
+		// Kernels read 16-bit and vector data in whole words: pad.
+		data = make([]byte, (len(t.Data)+15)&^15)
+		copy(data, t.Data)
+	}
+	n := int64(len(data))
+	b.stats.WeightBytes += int64(len(t.Data))
+	if wh, ok := b.drv.(WeightHeap); ok && n <= min(wheapPiece, b.lim.MaxRange) {
+		const align = 256
+		var c *wchunk
+		if k := len(b.wheap); k > 0 {
+			if last := b.wheap[k-1]; (last.used+align-1)&^(align-1)+n <= last.size {
+				c = last
+			}
+		}
+		if c == nil {
+			size := int64(wheapFirst)
+			if k := len(b.wheap); k > 0 {
+				size = 2 * b.wheap[k-1].size
+			}
+			size = max(min(size, wheapMax, b.drv.Limits().MaxRange), n)
+			buf, err := wh.NewWeightBuffer(size)
+			if err != nil {
+				return weightBuf{}, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
+			}
+			c = &wchunk{buf: buf, size: size}
+			b.wheap = append(b.wheap, c)
+		}
+		off := (c.used + align - 1) &^ (align - 1)
+		if err := wh.WriteWeights(c.buf, off, data); err != nil {
+			return weightBuf{}, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
+		}
+		c.used = off + n
+		c.live++
+		return weightBuf{buf: c.buf, off: off, size: n, wc: c, keep: t.Data}, nil
+	}
+	wb, err := b.drv.NewWeights(data)
+	if err != nil {
+		return weightBuf{}, fmt.Errorf("uploading weight %s (%d bytes): %w", t, len(t.Data), err)
+	}
+	// Keep both: t.Data pins the address the cache is keyed by, data is
+	// what the driver may alias (the padded copy when there is one, which
+	// nothing else references).
+	return weightBuf{buf: wb, size: n, keep: t.Data, data: data}, nil
+}
+
+// bufSize is the size of the buffer a weight lives in.
+func (w weightBuf) bufSize() int64 {
+	if w.wc != nil {
+		return w.wc.size
+	}
+	return w.size
 }
 
 // activation returns the live allocation t.Data lies in, or nil for host

@@ -148,3 +148,15 @@ type MappedWeights interface {
 	// no recorded work may still use them.
 	UnmapWeights(region []byte) error
 }
+
+// WeightHeap is implemented by drivers that can place weights inside a
+// larger GPU buffer. Backend then packs the weights it uploads into a few
+// large buffers (bound whole, each weight at an offset), so one binding
+// serves every weight a fused launch reads.
+type WeightHeap interface {
+	// NewWeightBuffer returns a GPU buffer of size bytes for weights.
+	NewWeightBuffer(size int64) (Buf, error)
+	// WriteWeights copies data into dst at byte offset off (before any
+	// recorded work reads it; it may wait for the copy).
+	WriteWeights(dst Buf, off int64, data []byte) error
+}

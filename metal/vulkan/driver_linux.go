@@ -407,17 +407,50 @@ func (d *Driver) NewWeights(data []byte) (gpu.Buf, error) {
 		copy(b.mapped, data)
 		return b, nil
 	}
-	if err := d.upload(b, data); err != nil {
+	if err := d.upload(b, 0, data); err != nil {
 		d.release(b)
 		return nil, err
 	}
 	return b, nil
 }
 
+var _ gpu.WeightHeap = (*Driver)(nil)
+
+// NewWeightBuffer returns a device-local buffer (host-visible memory when
+// no device-local memory is left) that weights are packed into.
+func (d *Driver) NewWeightBuffer(size int64) (gpu.Buf, error) {
+	b, err := d.newVBuf(size, allUsage, memDeviceLocal, 0, memHostVisible)
+	if err != nil {
+		b, err = d.newVBuf(size, allUsage, memHostVisible|memHostCoherent, 0, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// WriteWeights copies data into a weight buffer at byte offset off:
+// through its mapping, or by copy commands from a staging buffer (waited
+// for) when it is device-only.
+func (d *Driver) WriteWeights(dst gpu.Buf, off int64, data []byte) error {
+	vb, ok := dst.(*vbuf)
+	if !ok {
+		return fmt.Errorf("vulkan: weights into a buffer this driver did not make")
+	}
+	if off < 0 || off+int64(len(data)) > vb.size {
+		return fmt.Errorf("vulkan: %d bytes of weights at %d overflow a %d-byte buffer", len(data), off, vb.size)
+	}
+	if vb.mapped != nil && !d.stagedUploads {
+		copy(vb.mapped[off:], data)
+		return nil
+	}
+	return d.upload(vb, off, data)
+}
+
 // upload copies data into the device-only buffer dst in chunks through a
 // staging buffer and command buffer kept for all uploads, waiting for each
 // chunk (uploads happen once per weight, outside the recorded step).
-func (d *Driver) upload(dst *vbuf, data []byte) error {
+func (d *Driver) upload(dst *vbuf, at int64, data []byte) error {
 	chunk := d.uploadChunk
 	if chunk == 0 {
 		chunk = 64 << 20
@@ -447,7 +480,7 @@ func (d *Driver) upload(dst *vbuf, data []byte) error {
 		if err := vkErr("vkBeginCommandBuffer", d.v.BeginCommandBuffer(d.stageCB, p(bi))); err != nil {
 			return err
 		}
-		region := &bufferCopy{srcOffset: 0, dstOffset: uint64(off), size: uint64(n)}
+		region := &bufferCopy{srcOffset: 0, dstOffset: uint64(at + off), size: uint64(n)}
 		d.v.CmdCopyBuffer(d.stageCB, d.stage.buf, dst.buf, 1, p(region))
 		mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accTransferWrite, dstAccessMask: accShaderRead}
 		d.v.CmdPipelineBarrier(d.stageCB, pipeTransfer, pipeCompute, 0, 1, p(mb), 0, nil, 0, nil)
