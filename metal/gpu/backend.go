@@ -58,7 +58,7 @@ type Backend struct {
 	freed   []*bufState // released by cleanups, reclaimed after the next flush
 	heap    []*chunk    // chunks that small tensors are carved from
 	weights map[memKey]weightBuf
-	wheap   []*wchunk   // weight heap chunks (WeightHeap drivers), newest last
+	wheap   []*wchunk // weight heap chunks (WeightHeap drivers), newest last
 	// validMats remembers matrices that passed quantInfo.
 	validMats map[matKey]uint32
 
