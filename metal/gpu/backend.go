@@ -91,6 +91,12 @@ type Backend struct {
 	seed           maphash.Seed
 
 	step stepState // the launches recorded since the last Sync and the plans
+
+	// fusion merges decode-sized launches at Sync (fuse.go); chunkOf maps
+	// heap chunk buffers (and their twins) to their chunks, for the
+	// arrival counters fused launches keep there.
+	fusion  bool
+	chunkOf map[Buf]*chunk
 }
 
 // constSlot is a host tensor's upload kept across steps and the bytes it
@@ -114,16 +120,20 @@ type chunk struct {
 	size int64
 	used int64 // bytes handed out so far (heap chunks)
 	heap bool
+	// counters are this chunk's arrival counters of fused launches
+	// (fuse.go), carved on first need.
+	counters *bufState
 }
 
 // bufState is one tensor allocation: size bytes at off in its chunk. buffer
 // is the Handle whose reachability decides when it is recycled.
 type bufState struct {
-	ch   *chunk
-	off  int64
-	mem  []byte // the allocation's host bytes (ch.mem[off:off+size])
-	base uintptr
-	size int
+	ch       *chunk
+	internal bool // backend-owned (arrival counters): never copied back
+	off      int64
+	mem      []byte // the allocation's host bytes (ch.mem[off:off+size])
+	base     uintptr
+	size     int
 	// fresh marks host bytes not yet copied to the device twin (remote
 	// drivers): set by Alloc, cleared by the upload before first use.
 	fresh bool
@@ -238,6 +248,8 @@ func New(drv Driver) *Backend {
 	}
 	planner, _ := drv.(Planner)
 	return &Backend{
+		fusion:    true,
+		chunkOf:   map[Buf]*chunk{},
 		remote:    remote,
 		planner:   planner,
 		drv:       drv,
@@ -271,6 +283,14 @@ func (b *Backend) SetMaxRange(n int64) {
 }
 
 func dataPtr(d []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(d))) }
+
+// SetFusion turns the merging of decode-sized launches at Sync on (the
+// default) or off (fuse.go; for tests and measurements).
+func (b *Backend) SetFusion(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fusion = on
+}
 
 // SetMemoryLimit caps the bytes of activation buffers (live and pooled)
 // the backend holds from the driver at once; 0 removes the cap. Alloc
@@ -397,6 +417,7 @@ func (b *Backend) carve(size int) (*bufState, error) {
 			go runtime.GC()
 		}
 		b.heap = append(b.heap, ch)
+		b.chunkOf[ch.buf] = ch
 	}
 	off := ch.used
 	ch.used += int64(size)
@@ -421,8 +442,10 @@ func (b *Backend) newChunk(size int64, heap bool) (*chunk, error) {
 // bind it, so they are dropped.
 func (b *Backend) releaseChunk(ch *chunk) {
 	b.drv.Release(ch.buf)
+	delete(b.chunkOf, ch.buf)
 	if ch.dev != nil {
 		b.drv.Release(ch.dev)
+		delete(b.chunkOf, ch.dev)
 		ch.dev = nil
 	}
 	b.actBytes -= ch.size

@@ -43,6 +43,9 @@ type ref struct {
 	off  int64
 	size int64
 	st   *bufState
+	// mapped: a weight inside memory the driver wraps in place
+	// (MappedWeights), which may be a read-only file mapping
+	mapped bool
 }
 
 // resolve maps a tensor's bytes to a buffer range: an activation buffer it
@@ -70,6 +73,9 @@ func (b *Backend) resolve(a arg) (ref, error) {
 					return ref{}, fmt.Errorf("device copy of %d bytes of activations: %w", ch.size, err)
 				}
 				ch.dev = dev
+				if ch.heap {
+					b.chunkOf[dev] = ch
+				}
 			}
 			if st.fresh {
 				st.fresh = false
@@ -86,7 +92,7 @@ func (b *Backend) resolve(a arg) (ref, error) {
 				n = int64(len(t.Data)) - a.off
 			}
 			if buf, off, size, ok := mw.WeightRange(p+uintptr(a.off), n); ok {
-				return ref{buf: buf, off: off, size: size}, nil
+				return ref{buf: buf, off: off, size: size, mapped: true}, nil
 			}
 		}
 		key := memKey{p, len(t.Data)}
@@ -404,11 +410,12 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 			return fmt.Errorf("kernel %s: tensor %s sits beyond 2^32 elements into its buffer", id, a.t)
 		}
 		rec.binds[slot] = Binding{Buf: r.buf, Offset: bind, Size: size}
+		rec.boff[slot] = r.off
 		params[slot] = uint32(resid / unit)
 		if a.read && a.write {
 			st.acc = append(st.acc, access{buf: r.buf, lo: r.off, hi: r.off + n, st: r.st})
 		}
-		st.acc = append(st.acc, access{buf: r.buf, lo: r.off, hi: r.off + n, write: a.write, st: r.st})
+		st.acc = append(st.acc, access{buf: r.buf, lo: r.off, hi: r.off + n, write: a.write, weight: r.mapped, st: r.st})
 	}
 	rec.w0, rec.w1 = int32(w0), int32(len(st.words))
 	rec.a0, rec.a1 = int32(a0), int32(len(st.acc))

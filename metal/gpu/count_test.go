@@ -33,6 +33,14 @@ func (d *countDriver) NewBuffer(n int) (gpu.Buf, []byte, error) {
 }
 func (d *countDriver) NewWeights(data []byte) (gpu.Buf, error) { return &data, nil }
 func (d *countDriver) Release(gpu.Buf)                         {}
+func (d *countDriver) NewWeightBuffer(n int64) (gpu.Buf, error) {
+	b := make([]byte, n)
+	return &b, nil
+}
+func (d *countDriver) WriteWeights(dst gpu.Buf, off int64, data []byte) error {
+	copy((*dst.(*[]byte))[off:], data)
+	return nil
+}
 func (d *countDriver) Dispatch(kernels.ID, []byte, *[8]gpu.Binding, [3]int) error {
 	return fmt.Errorf("count driver: Dispatch called on a Planner")
 }
@@ -122,6 +130,12 @@ func TestDecodeSteps(t *testing.T) {
 	if replayed < 14 {
 		t.Errorf("%d of 16 decode steps ran from a kept plan, want at least 14", replayed)
 	}
+	// Fusion (fuse.go) brings a layer to a handful of launches; the
+	// target is at most 10 per layer and token, the head and embeddings
+	// included.
+	if perStep > 10*layers {
+		t.Errorf("%d launches per decode token for %d layers, want at most %d", perStep, layers, 10*layers)
+	}
 }
 
 // TestE2BLaunches reports launches per decode token and host recording
@@ -135,4 +149,7 @@ func TestE2BLaunches(t *testing.T) {
 	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64)
 	report(t, "E2B", perKernel, perStep, host, layers)
 	t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
+	if perStep > 300 || perStep > 10*layers {
+		t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
+	}
 }

@@ -24,6 +24,7 @@ type access struct {
 	buf    Buf
 	lo, hi int64
 	write  bool
+	weight bool // a weight in memory the driver maps in place (maybe read-only)
 	st     *bufState
 }
 
@@ -32,6 +33,7 @@ type access struct {
 type launchRec struct {
 	id     kernels.ID
 	binds  [8]Binding
+	boff   [8]int64 // byte offset of each slot's operand in its buffer
 	groups [3]int
 	w0, w1 int32
 	a0, a1 int32
@@ -100,6 +102,9 @@ func (b *Backend) runStep() error {
 		return nil
 	}
 	b.stats.Flushes++
+	if b.fusion {
+		b.fuse()
+	}
 	err := b.upload()
 	if err == nil {
 		err = b.run()
@@ -174,7 +179,7 @@ func (b *Backend) readBack() error {
 	st := &b.step
 	regions := st.regions[:0]
 	for _, a := range st.acc {
-		if a.write && a.st != nil {
+		if a.write && a.st != nil && !a.st.internal {
 			ch := a.st.ch
 			regions = append(regions, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
 		}

@@ -25,6 +25,9 @@ variants=(
   "argmax argmax.comp"
   "rowstat rowstat.comp"
   "streams streams.comp"
+  "qmvt4 fused.comp -DBITS=4"
+  "qmvt8 fused.comp -DBITS=8"
+  "vchain fused.comp -DBITS=0"
 )
 for v in "${variants[@]}"; do
   read -r name src defs <<<"$v"

@@ -31,6 +31,9 @@ const (
 	Argmax              // row argmax
 	RowStat             // Gemma 3n Gaussian top-k and RMS matching
 	Streams             // Gemma 3n stream mixing, scaled adds, axis swap
+	QMVT4               // fused decode launch: 4-bit matrix-vector segments, then a tail of small ops
+	QMVT8               // fused decode launch: 8-bit matrix-vector segments, then a tail of small ops
+	VChain              // fused decode launch: a tail of small ops in one workgroup
 	Count               // number of kernels
 )
 
@@ -52,6 +55,10 @@ type Kernel struct {
 	Vec4 [8]bool
 	// Params is the number of 32-bit parameter words after the header.
 	Params int
+	// Program marks the fused kernels, whose parameter block continues
+	// after those words with the segment table and the tail program
+	// (uvec4 arrays; see src/fused.comp): its length varies per launch.
+	Program bool
 }
 
 var table = [Count]Kernel{
@@ -70,7 +77,18 @@ var table = [Count]Kernel{
 	Argmax:    {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
 	RowStat:   {Name: "rowstat", Local: 128, Bindings: []int{1, 2, 3}, Params: 4},
 	Streams:   {Name: "streams", Local: 256, Bindings: []int{1, 2, 3, 4}, Params: 6},
+	QMVT4:     {Name: "qmvt4", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},
+	QMVT8:     {Name: "qmvt8", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},
+	VChain:    {Name: "vchain", Local: 256, Bindings: []int{1, 3, 4, 5, 6, 7}, Params: 8, Program: true},
 }
+
+// Layout of the fused kernels' parameter block after the header: 8
+// scalar words, then MaxSegments segments of 2 uvec4 and up to MaxOps tail
+// ops of 4 uvec4.
+const (
+	MaxSegments = 4
+	MaxOps      = 16
+)
 
 // Info returns the launch description of kernel id.
 func (id ID) Info() Kernel {

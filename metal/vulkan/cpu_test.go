@@ -5,6 +5,7 @@ package vulkan
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"mlxchat/tensor"
@@ -16,6 +17,10 @@ import (
 // inputs and compares the outputs.
 func TestAgainstCPU(t *testing.T) {
 	g, _ := open(t)
+	if os.Getenv("NOFUSE") != "" {
+		g.SetFusion(false)
+		defer g.SetFusion(true)
+	}
 	c := cpu.New(2)
 	defer c.Close()
 	r := rand.New(rand.NewPCG(41, 41))

@@ -78,10 +78,68 @@ func TestTinyGemma3n(t *testing.T) {
 		for i, v := range want[s] {
 			w[i] = float64(v)
 		}
-		// tensor/cpu rounds decode activations to int16 per group, so
-		// the two agree to ~1e-3 of the logits' range, not to float32.
+		// Prefill (the first two steps) agrees with tensor/cpu to 1e-4;
+		// at decode tensor/cpu rounds activations to int16 per group, so
+		// the two agree to ~1e-3 of the logits' range, not to float32
+		// (TestTinyGemma3nFused and the golden fixtures check decode
+		// tighter).
 		near(t, "logits", got[s], w, 1e-2*scale, 0)
+		if e := relL2(got[s], w); s < 2 && e > 1e-4 {
+			t.Errorf("prefill chunk %d: relative L2 error %.3g against tensor/cpu, want <= 1e-4", s, e)
+		}
+		md := 0.0
+		for i := range w {
+			md = math.Max(md, math.Abs(float64(got[s][i])-w[i]))
+		}
+		t.Logf("step %d: relative L2 error %.3g, max |diff| / max |logit| %.3g", s, relL2(got[s], w), md/scale)
 	}
+}
+
+// relL2 is ||got - want|| / ||want||.
+func relL2(got []float32, want []float64) float64 {
+	var d, n float64
+	for i, w := range want {
+		e := float64(got[i]) - w
+		d += e * e
+		n += w * w
+	}
+	return math.Sqrt(d / n)
+}
+
+// TestTinyGemma3nFused runs the tiny Gemma 3n on the Vulkan backend with
+// launch fusion off and on: fusion merges a decode step into far fewer
+// launches but must compute the same logits (summing in other orders only,
+// so to ~1e-6 relative), and the fused decode steps must run from kept
+// plans.
+func TestTinyGemma3nFused(t *testing.T) {
+	g, _ := open(t)
+	_, mg := tinyModelPair(t, g, 11)
+	prompt := make([]int32, 24)
+	for i := range prompt {
+		prompt[i] = int32((i*29 + 1) % mg.Config().VocabSize)
+	}
+	var logits [2][][]float32
+	var launches [2]int64
+	for i, on := range []bool{false, true} {
+		g.SetFusion(on)
+		st0 := g.Stats()
+		logits[i] = forward(t, mg, prompt, 12)
+		launches[i] = g.Stats().Dispatches - st0.Dispatches
+	}
+	g.SetFusion(true)
+	for s := range logits[0] {
+		w := make([]float64, len(logits[0][s]))
+		for i, v := range logits[0][s] {
+			w[i] = float64(v)
+		}
+		if e := relL2(logits[1][s], w); e > 1e-5 || math.IsNaN(e) {
+			t.Errorf("step %d: fused logits differ from unfused by %.3g (relative L2), want <= 1e-5", s, e)
+		}
+	}
+	if launches[1]*3 > launches[0] {
+		t.Errorf("%d launches fused vs %d unfused: want at least 3x fewer", launches[1], launches[0])
+	}
+	t.Logf("2 prefill chunks + 12 decode steps: %d launches unfused, %d fused", launches[0], launches[1])
 }
 
 // TestTinyGemma3nRemote runs the tiny Gemma 3n with activations in host

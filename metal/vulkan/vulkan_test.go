@@ -640,6 +640,10 @@ func TestSoftmaxArgmax(t *testing.T) {
 // and checks every intermediate after the single Sync.
 func TestOneStep(t *testing.T) {
 	b, _ := open(t)
+	if os.Getenv("NOFUSE") != "" {
+		b.SetFusion(false)
+		defer b.SetFusion(true)
+	}
 	r := rand.New(rand.NewPCG(31, 31))
 	const d, hidden, vocab = 128, 256, 50
 	emb := newQuant(r, vocab, d, 4, 64, tensor.BF16)
