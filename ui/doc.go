@@ -113,6 +113,22 @@
 // counting tokens…]" and the notice line shows the progress until the
 // count replaces it (Enter sends meanwhile).
 //
+// # Fit check
+//
+// Under a cap, a message whose bytes could exceed the live window (the cap
+// less the sink and the pins; a token covers at least one byte) is first
+// checked by the engine (FitCheck), which renders and tokenizes it off the
+// engine's request queue. A message that fits is sent at once. One that
+// would push part of itself out of the window is held: the editor empties
+// and the notice gives the numbers, e.g. "paste 35,120 tokens > live
+// window 4,096: the model would see only the last 3,900. Enter sends
+// anyway · /kv 40000 raises the cap (≈ 1.2 GB of KV)" (the KV memory of
+// the suggested cap from the model's real cache layout). Enter on the
+// empty editor sends it anyway; Esc puts it back into the editor; a
+// command runs with it held (a settings change checks it again and says
+// when it fits); a new message joins it and both are checked again. The
+// held message is saved as the draft.
+//
 // Run reads the terminal itself (raw mode, restored on exit) and passes
 // bubbletea the input through pasteInput, which cuts each bracketed paste
 // out whole in linear time (bubbletea's own reader is quadratic in the

@@ -128,6 +128,7 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	}
 	m.setNotice(okMsg)
 	m.autosave()
+	m.recheckHeld(s)
 	return nil
 }
 

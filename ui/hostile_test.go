@@ -414,6 +414,8 @@ func TestHostile(t *testing.T) {
 		})
 		t.Logf("10 MB paste collapsed and counted in %v", time.Since(start).Round(time.Millisecond))
 		lc.tm.keys("Enter")
+		lc.waitFor("the fit check of 10 MB", 60*time.Second, func(s string) bool { return strings.Contains(flat(s), "> live window 64") })
+		lc.tm.keys("Enter")
 		lc.waitFor("its prefill", 60*time.Second, func(s string) bool { return strings.Contains(s, "prefill ") })
 		lc.tm.keys("Escape")
 		lc.waitFor("the stop", 30*time.Second, func(s string) bool {

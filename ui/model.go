@@ -160,7 +160,10 @@ type model struct {
 	st  status
 	pal palette
 
-	req     *request
+	req *request
+	// fit is the fit check in flight; held the message it stopped.
+	fit     fitCheck
+	held    *heldMessage
 	jobs    jobs
 	quitArm quitArm
 	// frameQueued and saveQueued say a frame tick and a draft-save tick
@@ -392,6 +395,8 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 		if m.ours(e) {
 			m.endRequest(e.Text, e.Reason, nil)
 		}
+	case engine.Fit:
+		m.fitted(e)
 	case engine.Error:
 		return m.handleError(e)
 	case engine.SettingsChanged:
@@ -411,6 +416,8 @@ func (m *model) handleError(e engine.Error) tea.Cmd {
 	case m.phase == phaseLoading && e.ID == 0:
 		m.load.err = e.Err
 		m.fatal = e.Err
+	case m.fit.id != 0 && e.ID == m.fit.id:
+		m.fitFailed()
 	case m.ours(e):
 		m.endRequest(e.Text, "", e.Err)
 		if e.CacheReset {
@@ -469,9 +476,16 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 		return m.submit()
 	case "esc":
 		m.pal.reset()
-		if m.phase.busy() {
+		switch {
+		case m.phase.busy():
 			m.cancel()
-		} else {
+		case m.fit.id != 0 && !m.fit.held:
+			m.fit = fitCheck{}
+			m.setNotice("fit check dropped; the message stays in the editor")
+		case m.held != nil:
+			m.releaseHeld()
+			m.setNotice("the held message is back in the editor")
+		default:
 			m.st.clearNotice()
 		}
 		return nil

@@ -57,11 +57,19 @@ func (m *model) snapshot() conversationFile {
 	return c
 }
 
-// draft is what a save keeps of the unsent input: the editor's text and
-// its pastes.
+// draft is what a save keeps of the unsent input: the held message and
+// the editor's text, and their pastes.
 func (m *model) draft() (string, []pasteBlock) {
 	v := m.ed.value()
-	return v, m.ed.pastes.present(v)
+	blocks := m.ed.pastes.present(v)
+	if h := m.held; h != nil {
+		if v != "" {
+			v = "\n" + v
+		}
+		v = h.text + v
+		blocks = append(append([]pasteBlock(nil), h.pastes...), blocks...)
+	}
+	return v, blocks
 }
 
 // loadedNote is the label note of a loaded answer: "partial", with the

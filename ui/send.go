@@ -41,11 +41,16 @@ func countTick() tea.Cmd {
 	return tea.Tick(countTickEvery, func(time.Time) tea.Msg { return countTickMsg{} })
 }
 
-// submit sends the editor's content: a command or a message.
+// submit sends the editor's content: a command or a message. Enter on
+// an empty editor sends the held message anyway.
 func (m *model) submit() tea.Cmd {
 	text := m.ed.value()
 	present := m.ed.present()
 	if strings.TrimSpace(text) == "" {
+		if m.held != nil && m.phase == phaseIdle && m.fit.id == 0 {
+			m.releaseHeld()
+			m.send()
+		}
 		return nil
 	}
 	if IsCommand(text) && len(present) == 0 {
@@ -71,8 +76,26 @@ func (m *model) submit() tea.Cmd {
 	case m.phase.busy():
 		m.setError(fmt.Errorf("still answering: press Esc to stop it, then send"))
 		return nil
+	case m.fit.id != 0:
+		m.setNotice("still checking that the message fits the live window…")
+		return nil
 	}
-	full := m.ed.full()
+	if m.held != nil {
+		// A new message joins the held one, which is checked again with it.
+		m.releaseHeld()
+	}
+	if m.mayNotFit(m.ed.full()) {
+		m.startFitCheck(m.ed.full())
+		return nil
+	}
+	m.send()
+	return nil
+}
+
+// send sends the editor's message: it becomes a user turn and a Generate
+// asks for the answer.
+func (m *model) send() {
+	text, present, full := m.ed.value(), m.ed.present(), m.ed.full()
 	if t := strings.TrimSpace(full); strings.HasPrefix(t, "//") {
 		full = strings.Replace(full, "//", "/", 1)
 		text = strings.Replace(text, "//", "/", 1)
@@ -84,7 +107,6 @@ func (m *model) submit() tea.Cmd {
 	m.tr.add(turn{kind: turnUser, content: full, display: text, pastes: present})
 	m.autosave()
 	m.startGenerate()
-	return nil
 }
 
 // startGenerate asks for the answer to the conversation so far.

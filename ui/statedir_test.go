@@ -129,7 +129,7 @@ func TestAutosaveFailureMovesOnce(t *testing.T) {
 func noticeOf(screen string) string {
 	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 	for i := len(lines) - 2; i >= 0; i-- {
-		if t := strings.TrimSpace(lines[i]); strings.HasPrefix(t, "✗") || strings.HasPrefix(t, "•") {
+		if t := strings.TrimSpace(lines[i]); strings.HasPrefix(t, "✗") || strings.HasPrefix(t, "•") || strings.HasPrefix(t, "✂") {
 			var parts []string
 			for _, l := range lines[i : len(lines)-1] {
 				parts = append(parts, strings.TrimSpace(l))

@@ -54,6 +54,9 @@ type flashOffMsg struct{ seq int }
 type notice struct {
 	text string
 	err  bool
+	// warn marks a warning (the fit check's): shown with ✂ in the Cut
+	// style.
+	warn bool
 	// cause is the innermost cause of an error notice ("no space left on
 	// device"); when the notice is too wide it is shown first.
 	cause string
@@ -61,6 +64,9 @@ type notice struct {
 
 // setNotice shows a confirmation.
 func (s *status) setNotice(text string) { s.notice = notice{text: sanitize(text)} }
+
+// setWarning shows a warning.
+func (s *status) setWarning(text string) { s.notice = notice{text: oneLine(text), warn: true} }
 
 // setError shows an error.
 func (s *status) setError(err error) {
@@ -210,8 +216,11 @@ func (s *status) noticeLines(width, height int) []string {
 		lines[limit-1] = ansi.Truncate(lines[limit-1]+" …", w, "…")
 	}
 	style, mark := s.theme.Info, "• "
-	if n.err {
+	switch {
+	case n.err:
 		style, mark = s.theme.Error, "✗ "
+	case n.warn:
+		style, mark = s.theme.Cut, "✂ "
 	}
 	out := make([]string, len(lines))
 	for i, l := range lines {

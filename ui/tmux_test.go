@@ -59,6 +59,12 @@ func TestTmux(t *testing.T) {
 	tm.waitFor("the collapsed paste", 10*time.Second, func(s string) bool {
 		return regexp.MustCompile(`\[pasted: [0-9,]+ tokens, 3 KB\]`).MatchString(s)
 	})
+	// It does not fit the live window: the fit check holds it with the
+	// numbers, and a second Enter sends it anyway.
+	tm.keys("Enter")
+	tm.waitFor("the fit check's notice", 30*time.Second, func(s string) bool {
+		return regexp.MustCompile(`✂ paste [0-9,]+ tokens > live window 64: the model would see only the last [0-9,]+\. Enter sends anyway · /kv [0-9]+ raises the cap \(≈ [0-9.]+ [KMG]?B of KV\)`).MatchString(flat(s))
+	})
 	tm.keys("Enter")
 	sawPrefill := false
 	tm.waitFor("trims after the long paste", 120*time.Second, func(s string) bool {
@@ -86,6 +92,8 @@ func TestTmux(t *testing.T) {
 	tm.keys("-l", "/chunk 4")
 	tm.keys("Enter")
 	tm.paste(filepath.Join(work, "doc2.txt"), longDocument(20000))
+	tm.keys("Enter")
+	tm.waitFor("the fit check's notice", 30*time.Second, func(s string) bool { return strings.Contains(s, "Enter sends anyway") })
 	tm.keys("Enter")
 	tm.waitFor("a prefill in progress", 30*time.Second, func(s string) bool { return strings.Contains(s, "prefill ") })
 	tm.keys("Escape")

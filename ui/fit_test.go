@@ -1,0 +1,232 @@
+package ui
+
+import (
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"mlxchat/engine"
+)
+
+func withMaxKV(n int) testOpt {
+	return func(c *modelConfig) { c.settings.MaxKV = n }
+}
+
+func countOf[T engine.Request](fe *fakeEngine) int {
+	n := 0
+	for _, r := range fe.requests() {
+		if _, ok := r.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// notFit is the Fit of a 765-token paste under a 64-token cap.
+func notFit(id engine.RequestID) engine.Fit {
+	return engine.Fit{Header: hdr(id, 0), MessageTokens: 765, PromptTokens: 790, MaxKV: 64, Sink: 4, Window: 60,
+		Visible: 40, KVBytesPerToken: 12 << 10, SuggestedMaxKV: 1024, SuggestedKVBytes: 12 << 20}
+}
+
+// TestShortMessageNeedsNoFitCheck: a message whose bytes fit in the window
+// is sent at once.
+func TestShortMessageNeedsNoFitCheck(t *testing.T) {
+	m, fe := newTestModel(t, withMaxKV(64))
+	ready(m)
+	send(t, m, fe, "hello there")
+	if n := countOf[engine.FitCheck](fe); n != 0 {
+		t.Errorf("%d fit checks for a short message", n)
+	}
+}
+
+// TestFitCheckHoldsAPasteThatDoesNotFit: the paste is checked, held with
+// the numbers, saved, and sent by a second Enter.
+func TestFitCheckHoldsAPasteThatDoesNotFit(t *testing.T) {
+	doc := strings.Repeat("a line of the document to summarize\n", 85)
+	m, fe := newTestModel(t, withMaxKV(64))
+	update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+	ready(m)
+	paste(m, doc)
+	label := m.ed.value()
+	press(m, tea.KeyEnter)
+	fc, id := lastOf[engine.FitCheck](t, fe)
+	if n := len(fc.Conversation); n != 1 || fc.Conversation[0].Content != doc {
+		t.Fatalf("FitCheck conversation %d messages, want the paste", n)
+	}
+	if countOf[engine.Generate](fe) != 0 || m.ed.value() != label {
+		t.Fatalf("sent before the fit check answered, or the editor lost the message: %q", m.ed.value())
+	}
+	press(m, tea.KeyEnter) // Enter while checking does not send
+	if countOf[engine.Generate](fe) != 0 || countOf[engine.FitCheck](fe) != 1 {
+		t.Fatal("Enter during the check sent or checked again")
+	}
+	events(m, notFit(id))
+	want := "✂ paste 765 tokens > live window 64: the model would see only the last 40. Enter sends anyway · /kv 1024 raises the cap (≈ 12.0 MB of KV)"
+	if s := noticeOf(screen(m)); !strings.HasPrefix(s, want) {
+		t.Fatalf("notice %q, want %q", s, want)
+	}
+	if m.held == nil || m.ed.value() != "" || !strings.Contains(screen(m), "Enter sends the held message anyway") {
+		t.Fatalf("the message is not held with an empty editor:\n%s", screen(m))
+	}
+	if countOf[engine.Generate](fe) != 0 {
+		t.Fatal("a message that does not fit was sent without a second Enter")
+	}
+	if c := readConv(t, m.files.saver.currentPath()); len(c.DraftPastes) != 1 || c.DraftPastes[0].Content != doc || c.Draft != label {
+		t.Fatalf("held message not saved as the draft: %q, %d pastes", c.Draft, len(c.DraftPastes))
+	}
+	press(m, tea.KeyEnter)
+	g, _ := lastOf[engine.Generate](t, fe)
+	if got := g.Conversation[len(g.Conversation)-1].Content; got != doc {
+		t.Fatalf("second Enter sent %d bytes, want the paste", len(got))
+	}
+	if m.held != nil || countOf[engine.FitCheck](fe) != 1 {
+		t.Error("sending anyway kept the message held or checked it again")
+	}
+}
+
+// TestFitCheckSendsWhatFits: a long message that fits is sent as soon as
+// the check says so; a failed check sends it too.
+func TestFitCheckSendsWhatFits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(id engine.RequestID) engine.Event
+	}{
+		{"fits", func(id engine.RequestID) engine.Event {
+			return engine.Fit{Header: hdr(id, 0), MessageTokens: 50, MaxKV: 4096, Visible: 50, Fits: true}
+		}},
+		{"check failed", func(id engine.RequestID) engine.Event {
+			return engine.Error{Header: hdr(id, 0), Err: errors.New("template")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(64))
+			ready(m)
+			paste(m, strings.Repeat("x", 2000))
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.FitCheck](t, fe)
+			events(m, tc.answer(id))
+			if g, _ := lastOf[engine.Generate](t, fe); g.Conversation[0].Content != strings.Repeat("x", 2000) {
+				t.Error("the message was not sent")
+			}
+		})
+	}
+}
+
+// TestFitCheckOfAnEditedMessage: an answer for a message edited meanwhile
+// is dropped; Esc drops a check in flight.
+func TestFitCheckOfAnEditedMessage(t *testing.T) {
+	m, fe := newTestModel(t, withMaxKV(64))
+	ready(m)
+	paste(m, strings.Repeat("y", 2000))
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.FitCheck](t, fe)
+	typeText(m, " more")
+	events(m, notFit(id))
+	if m.held != nil || countOf[engine.Generate](fe) != 0 || !strings.HasSuffix(m.ed.value(), " more") {
+		t.Fatalf("stale fit answer acted on the edited message: held %v, editor %q", m.held != nil, m.ed.value())
+	}
+	press(m, tea.KeyEnter)
+	_, id2 := lastOf[engine.FitCheck](t, fe)
+	press(m, tea.KeyEsc)
+	events(m, engine.Fit{Header: hdr(id2, 0), Fits: true, MessageTokens: 10, Visible: 10})
+	if countOf[engine.Generate](fe) != 0 {
+		t.Error("a check dropped with Esc still sent the message")
+	}
+}
+
+// TestHeldMessage: Esc puts it back above the typed text; a new message
+// joins it and both are checked again; /kv re-checks it under the new cap.
+func TestHeldMessage(t *testing.T) {
+	doc := strings.Repeat("z", 3000)
+	hold := func(t *testing.T) (*model, *fakeEngine) {
+		m, fe := newTestModel(t, withMaxKV(64))
+		update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+		ready(m)
+		paste(m, doc)
+		press(m, tea.KeyEnter)
+		_, id := lastOf[engine.FitCheck](t, fe)
+		events(m, notFit(id))
+		if m.held == nil {
+			t.Fatal("not held")
+		}
+		return m, fe
+	}
+	t.Run("Esc", func(t *testing.T) {
+		m, _ := hold(t)
+		typeText(m, "typed")
+		press(m, tea.KeyEsc)
+		if m.held != nil || !strings.HasSuffix(m.ed.value(), "\ntyped") || m.ed.full() != doc+"\ntyped" {
+			t.Fatalf("Esc: editor %q", m.ed.value())
+		}
+	})
+	t.Run("new message joins", func(t *testing.T) {
+		m, fe := hold(t)
+		typeText(m, "and this")
+		press(m, tea.KeyEnter)
+		fc, _ := lastOf[engine.FitCheck](t, fe)
+		if got := fc.Conversation[len(fc.Conversation)-1].Content; got != doc+"\nand this" {
+			t.Fatalf("checked %q…, want the held message and the new text", got[:20])
+		}
+		if countOf[engine.Generate](fe) != 0 {
+			t.Fatal("sent without a check")
+		}
+	})
+	t.Run("/kv re-checks", func(t *testing.T) {
+		m, fe := hold(t)
+		typeText(m, "/kv 2048")
+		press(m, tea.KeyEnter)
+		fc, id := lastOf[engine.FitCheck](t, fe)
+		if fc.Settings == nil || fc.Settings.MaxKV != 2048 || fc.Conversation[len(fc.Conversation)-1].Content != doc {
+			t.Fatalf("re-check %+v", fc)
+		}
+		events(m, engine.Fit{Header: hdr(id, time.Second), Fits: true, MessageTokens: 765, MaxKV: 2048, Visible: 765})
+		if s := noticeOf(screen(m)); !strings.Contains(s, "the held paste fits the live window now (765 tokens): Enter sends it") {
+			t.Fatalf("notice %q", s)
+		}
+		press(m, tea.KeyEnter)
+		if g, _ := lastOf[engine.Generate](t, fe); g.Conversation[0].Content != doc {
+			t.Error("held message not sent after the re-check")
+		}
+	})
+}
+
+// TestFitCheckEndToEnd: on the real engine a paste longer than the live
+// window is held with the engine's numbers; a second Enter sends it and
+// it is answered.
+func TestFitCheckEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the tiny model")
+	}
+	s := engine.DefaultSettings()
+	s.MaxKV, s.MaxTokens, s.NoLoopDetect = 64, 4, true
+	cs := startChat(t, t.TempDir(), s)
+	doc := longDocument(2000)
+	if _, err := io.WriteString(cs.in, pasteStart+doc+pasteEnd); err != nil {
+		t.Fatal(err)
+	}
+	cs.waitScreen("the collapsed paste", "[pasted: ")
+	cs.typeLine("")
+	cs.waitScreen("the fit notice", "Enter sends anyway")
+	out := flat(cs.out.String())
+	mt := regexp.MustCompile(`paste ([0-9,]+) tokens > live window 64: the model would see only the last ([0-9,]+)\. Enter sends anyway · /kv ([0-9]+) raises the cap \(≈ ([0-9.]+ [KMG]?B) of KV\)`).FindStringSubmatch(out)
+	if mt == nil {
+		t.Fatalf("no fit notice with numbers:\n%s", tail(out, 2000))
+	}
+	t.Log(mt[0])
+	tokens, visible, suggested := atoi(strings.ReplaceAll(mt[1], ",", "")), atoi(strings.ReplaceAll(mt[2], ",", "")), atoi(mt[3])
+	n, err := cs.eng.CountTokens(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens < n-2 || tokens > n+2 || visible <= 0 || visible >= 64 || suggested <= tokens {
+		t.Errorf("fit numbers: %d tokens (the tokenizer counts %d), %d visible, /kv %d", tokens, n, visible, suggested)
+	}
+	cs.typeLine("")
+	cs.waitScreen("the answer", "answer cut at /max 4 tokens")
+	cs.quit()
+}
