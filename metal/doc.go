@@ -137,24 +137,39 @@
 // # First run on a Mac
 //
 // Nothing here has run on Apple hardware yet. On an Apple silicon Mac
-// (macOS 13 or later), from the repository root:
+// (macOS 13 or later, Go 1.26), from the repository root, run these in
+// order and report the first one whose result differs from what is said,
+// with its output, the Mac model and the macOS version:
 //
-//  1. go build ./... && go test ./metal/... ./tensor/...: the darwin code
-//     builds; tests needing Vulkan skip on macOS.
-//  2. go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b
-//     (a full-size 4-bit E2B with random weights; or any MLX Gemma 3n
-//     directory), then go run . bench /tmp/e2b --backend metal: its first
-//     line says "backend metal", or the run fails with one line naming why
-//     Metal could not start (device, GPU family, a kernel's compile error
-//     with the compiler's message, a pipeline limit). An Objective-C
-//     exception means a selector or argument in metal_darwin_arm64.go is
-//     wrong.
-//  3. The same bench without --backend: if Metal cannot start it must say
-//     so in one line, fall back to the CPU backend and run.
-//  4. go test ./metal -run GoldenMetal -v: the Gemma 3n fixtures'
-//     transformers logits on the Metal backend (the same test runs on
-//     Linux through metal/mtlfake), within 1e-4 of the largest logit.
+//  1. go build ./... && go vet ./metal/...: the darwin binding builds
+//     (CGO_ENABLED=0 works too).
+//  2. go test ./metal -run 'Binding|OpenGPU' -v: the binding's source
+//     checks; TestOpenGPU opens Metal (device, Apple7 family, every
+//     pipeline compiled) and runs one op as a one-launch plan. The Vulkan
+//     and mtlfake tests are Linux-only and do not build here.
+//  3. go test ./metal -run GoldenMetal -count=3 -v: the transformers
+//     fixtures of every family (Gemma 3n, Gemma 3, Llama, Qwen3, OLMo 3,
+//     Cohere 2) on the real GPU through recorded plans, concurrent
+//     encoders and explicit barriers, every row within 1e-4 of the
+//     largest golden logit (each subtest logs its max |Δ|). A failure
+//     that changes from run to run is a race between dispatches: a
+//     missing barrier. An Objective-C exception or a crash in objc_msgSend
+//     means a selector or an argument in metal_darwin_arm64.go is wrong;
+//     a compile error quotes Apple's MSL compiler.
+//  4. MTL_DEBUG_LAYER=1 MTL_SHADER_VALIDATION=1 go test ./metal -run
+//     TestGoldenMetal/tiny_a -v: one fixture under Apple's API and shader
+//     validation, which reports offsets, lengths, bindings or hazard
+//     modes it rejects (and the fake may have missed).
+//  5. go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b (a
+//     full-size 4-bit Gemma 3n E2B with random weights; -arch qwen3 -kind
+//     full makes a Qwen3-4B layout), then go run . bench /tmp/e2b
+//     --backend metal: the first line says "backend metal" and the table
+//     gives decode tok/s (mlx-lm: about 125 on an M5 Max for E2B), or the
+//     run fails with one line naming why Metal could not start (device,
+//     GPU family, a kernel's compile error, a pipeline limit).
+//  6. The same bench without --backend: if Metal cannot start it says so
+//     in one line, falls back to the CPU backend and runs.
 //
-// Report the first line that differs from the above, with the Mac model
-// and macOS version.
+// One line to send back: "M? <chip>, macOS <version>: step <n> <what it
+// printed>", or "all six passed, E2B decode <n> tok/s at prompt 512".
 package metal

@@ -27,11 +27,20 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func TestOpenVulkan(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("vulkan host is linux-only")
+// TestOpenGPU opens this platform's GPU backend (Vulkan on Linux, Metal
+// on Apple silicon) and runs one op through it.
+func TestOpenGPU(t *testing.T) {
+	name := "vulkan"
+	switch {
+	case runtime.GOOS == "darwin" && runtime.GOARCH == "arm64":
+		name = "metal"
+	case runtime.GOOS != "linux":
+		t.Skipf("no GPU backend on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	b, err := Open("vulkan")
+	b, err := Open(name)
+	if name == "metal" && err != nil {
+		t.Fatalf("Open(metal) on Apple silicon: %v", err)
+	}
 	if err != nil {
 		if lvp, _ := filepath.Glob("/usr/share/vulkan/icd.d/lvp_icd*.json"); len(lvp) > 0 {
 			t.Fatalf("Open(vulkan) with lavapipe installed (%s): %v", lvp[0], err)
@@ -41,8 +50,8 @@ func TestOpenVulkan(t *testing.T) {
 		}
 		t.Skipf("no Vulkan device (scripts/test.sh installs mesa-vulkan-drivers libvulkan1): %v", err)
 	}
-	if b.Name() != "vulkan" || b.Synchronous() {
-		t.Errorf("backend %q synchronous=%v, want async vulkan", b.Name(), b.Synchronous())
+	if b.Name() != name || b.Synchronous() {
+		t.Errorf("backend %q synchronous=%v, want async %s", b.Name(), b.Synchronous(), name)
 	}
 	x := b.Alloc(2, 3)
 	copy(x.F32(), []float32{1, 2, 3, 4, 5, 6})
