@@ -192,6 +192,34 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// TestBenchGPU runs bench on the Vulkan backend (lavapipe in CI): the
+// roofline is taken against the GPU's copy bandwidth and every row gets
+// its launches and syncs per decoded token.
+func TestBenchGPU(t *testing.T) {
+	if be, err := metal.Open("vulkan"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Vulkan device under CI=true: %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	} else if c, ok := be.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	dir := tinyModel(t)
+	code, out, errOut := invoke(t, "", "bench", dir, "--backend", "vulkan", "--prompt-lens", "8", "--decode", "3", "--bandwidth-mb", "4", "--prefill-chunk-size", "8")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, re := range []string{
+		`GPU memory bandwidth [0-9.]+ GB/s \(measured: copy kernel`,
+		`\n +8 +[0-9.]+ +[0-9.]+ +3 +[0-9.]+ +[0-9.]+ `,
+		`prompt 8: dispatches per token [1-9][0-9]* \([0-9]+ layers\), syncs per token 1\.00`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Fatalf("bench output does not match %q:\n%s", re, out)
+		}
+	}
+}
+
 func TestVersionAndHelp(t *testing.T) {
 	if code, out, _ := invoke(t, "", "version"); code != 0 || !strings.HasPrefix(out, "mlxchat ") {
 		t.Fatalf("version: exit %d, %q", code, out)

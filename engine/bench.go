@@ -15,6 +15,15 @@ type BenchResult struct {
 	DecodeTime       time.Duration // time to decode them
 	DecodeTokPerSec  float64       // DecodeTokens per second of DecodeTime
 	KVBytes          int64         // cache bytes at the end
+	// DecodeLaunches and DecodeSyncs are the GPU kernel launches and the
+	// host waits for the GPU over the decode phase (0 on backends that do
+	// not count them, such as the CPU backend).
+	DecodeLaunches, DecodeSyncs int64
+}
+
+// launchCounter is implemented by GPU backends (metal/gpu.Backend).
+type launchCounter interface {
+	LaunchCounts() (launches, syncs int64)
 }
 
 // Bench measures prefill of promptLen synthetic tokens in chunks of
@@ -62,6 +71,11 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 		r.PromptTokens = promptLen
 		r.PrefillTime = time.Since(t0)
 		r.PrefillTokPerSec = rate(promptLen, r.PrefillTime)
+		lc, counted := b.Backend.(launchCounter)
+		var l0, s0 int64
+		if counted {
+			l0, s0 = lc.LaunchCounts()
+		}
 		t0 = time.Now()
 		for i := 0; i < decode; i++ {
 			if err := ctx.Err(); err != nil {
@@ -75,6 +89,10 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 		}
 		r.DecodeTime = time.Since(t0)
 		r.DecodeTokPerSec = rate(r.DecodeTokens, r.DecodeTime)
+		if counted {
+			l1, s1 := lc.LaunchCounts()
+			r.DecodeLaunches, r.DecodeSyncs = l1-l0, s1-s0
+		}
 		_, r.KVBytes = m.state()
 		return nil
 	})

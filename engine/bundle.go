@@ -26,6 +26,10 @@ type Bundle struct {
 	// template's end-of-turn token.
 	StopTokens []int32
 	Info       ModelInfo
+	// Backend is what Model runs on (set by LoadBundle; nil for bundles
+	// built around a wrapper). Bench reads its launch counts from it when
+	// it has them (GPU backends).
+	Backend tensor.Backend
 }
 
 // Close releases the model's mapped checkpoint when it holds one.
@@ -51,6 +55,7 @@ func LoadBundle(dir string, backend tensor.Backend, name string) (*Bundle, error
 		}
 		return nil, err
 	}
+	b.Backend = backend
 	return b, nil
 }
 

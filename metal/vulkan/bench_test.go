@@ -106,3 +106,23 @@ func fastQuant(r *rand.Rand, out, in, bits int) *tensor.Matrix {
 	}
 	return &tensor.Matrix{Out: out, In: in, W: w, Scales: sc, Biases: bi, Bits: bits, GroupSize: 64}
 }
+
+// TestMeasureBandwidth runs the copy-kernel probe mlxchat bench uses as
+// the GPU's roofline denominator: every copy is launched (6 runs of 8),
+// the data survives the round trips (checked inside on host-visible
+// memory such as lavapipe's), and the rate is positive.
+func TestMeasureBandwidth(t *testing.T) {
+	b, _ := open(t)
+	st0 := b.Stats()
+	bw, err := b.MeasureBandwidth(4 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bw <= 0 {
+		t.Fatalf("bandwidth %v", bw)
+	}
+	if d := b.Stats().Dispatches - st0.Dispatches; d != 6*8 {
+		t.Errorf("%d copy launches, want 48 (6 runs of 8)", d)
+	}
+	t.Logf("copy bandwidth %.1f GB/s (read + written)", bw/1e9)
+}
