@@ -47,7 +47,8 @@ type config struct {
 	// maxTokensSet says --max-tokens (or the config's max_tokens) was
 	// given: run then takes 0 as "no limit" instead of its default cap.
 	maxTokensSet bool
-	kvBits       int // --kv-bits: 16 or 8 (0 = the engine's default, 16)
+	kvBits       int  // --kv-bits: 16 or 8 (0 = the engine's default, 16)
+	think        bool // --think (default true); false sets engine.Settings.NoThinking
 }
 
 // flags registers every flag on a new flagSet bound to c.
@@ -56,6 +57,7 @@ func (c *config) flags() *flagSet {
 	c.chunk = d.PrefillChunk
 	c.repWindow = d.RepetitionWindow
 	c.sink = d.SinkTokens
+	c.think = true
 	c.backend = ""
 	c.promptLens = []int{128, 512, 2048}
 	c.decode = 64
@@ -89,6 +91,7 @@ func (c *config) flags() *flagSet {
 	f.Int(&c.sink, "sink-tokens", 1, "a positive number of tokens", "tokens at the front that trimming never drops (default 4)")
 	f.Bool(&c.keepSystem, "keep-system", "never trim the system prompt (the sink covers it)")
 	f.Bool(&c.noLoop, "no-loop-detect", "do not stop answers that loop")
+	f.Bool(&c.think, "think", "let a reasoning model (Qwen 3) think before it answers; --think=false asks its chat template for no reasoning (default true)")
 	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default metal on Apple silicon, else cpu)")
 	f.add(&flagSpec{name: "kv-bits", want: "16 or 8", usage: "KV cache storage: 16 (full precision, default) or 8 (int8 with a scale per token and head: about a quarter of the memory)", set: func(v string) error {
 		switch strings.TrimSpace(v) {
@@ -135,6 +138,7 @@ func (c *config) settings() engine.Settings {
 		SinkTokens:        c.sink,
 		KeepSystem:        c.keepSystem,
 		NoLoopDetect:      c.noLoop,
+		NoThinking:        !c.think,
 		KVBits:            c.kvBits,
 	}
 	if len(c.stops) > 0 {
@@ -149,6 +153,7 @@ func (c *config) useDefaults(s engine.Settings) {
 	c.maxKV, c.chunk, c.temp, c.topK, c.topP, c.minP = s.MaxKV, s.PrefillChunk, s.Temperature, s.TopK, s.TopP, s.MinP
 	c.repPenalty, c.repWindow, c.seed, c.maxTokens = s.RepetitionPenalty, s.RepetitionWindow, s.Seed, s.MaxTokens
 	c.system, c.sink, c.keepSystem, c.noLoop, c.kvBits = s.System, s.SinkTokens, s.KeepSystem, s.NoLoopDetect, s.KVBits
+	c.think = !s.NoThinking
 	c.stops = append([]string(nil), s.StopStrings...)
 }
 

@@ -517,19 +517,27 @@ func TestUnreachableHub(t *testing.T) {
 // defaults; each flag given replaces its value, --stop replaces the file's
 // list and may repeat.
 func TestFlagsOverrideConfig(t *testing.T) {
-	maxKV, temp, sys := 256, 0.5, "from file"
-	file := ui.Config{MaxKV: &maxKV, Temperature: &temp, System: &sys, Stop: []string{"A", "B"}}
+	maxKV, temp, sys, think := 256, 0.5, "from file", false
+	file := ui.Config{MaxKV: &maxKV, Temperature: &temp, System: &sys, Stop: []string{"A", "B"}, Think: &think}
 	tests := []struct {
 		name string
 		args []string
 		want func(s engine.Settings) bool
 	}{
 		{"file only", nil, func(s engine.Settings) bool {
-			return s.MaxKV == 256 && s.Temperature == 0.5 && s.System == "from file" && strings.Join(s.StopStrings, ",") == "A,B" && s.PrefillChunk == 512
+			return s.MaxKV == 256 && s.Temperature == 0.5 && s.System == "from file" && strings.Join(s.StopStrings, ",") == "A,B" && s.PrefillChunk == 512 &&
+				s.NoThinking
 		}},
+		{"--think overrides think: false", []string{"--think"}, func(s engine.Settings) bool { return !s.NoThinking }},
 		{"flags win", []string{"--max-kv-size", "0", "--system", "", "--stop", "X", "--stop", "Y"}, func(s engine.Settings) bool {
 			return s.MaxKV == 0 && s.Temperature == 0.5 && s.System == "" && strings.Join(s.StopStrings, ",") == "X,Y"
 		}},
+	}
+	var plain config
+	if fs := plain.flags(); plain.settings().NoThinking {
+		t.Fatal("thinking is off by default")
+	} else if _, err := fs.parse([]string{"--think=false"}); err != nil || !plain.settings().NoThinking {
+		t.Fatalf("--think=false: %v, settings %+v", err, plain.settings())
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -115,6 +115,7 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	var stats *engine.Stats
 	var cache engine.CacheState
 	cancelled := false
+	thinking := false // reasoning is being written to stderr
 	done := ctx.Done()
 	for {
 		select {
@@ -145,6 +146,24 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 				}
 			case engine.Token:
 				st.clear()
+				if v.Reasoning {
+					// A reasoning model's thinking goes to stderr (not with
+					// --quiet), so stdout holds the answer alone.
+					if !c.quiet {
+						if !thinking {
+							fmt.Fprintln(io_.Stderr, "thinking:")
+						}
+						io.WriteString(io_.Stderr, v.Text)
+					}
+					thinking = true
+					continue
+				}
+				if thinking {
+					thinking = false
+					if !c.quiet {
+						fmt.Fprint(io_.Stderr, "\n\n")
+					}
+				}
 				if _, err := io.WriteString(io_.Stdout, v.Text); err != nil {
 					return fmt.Errorf("writing the answer: %w", err)
 				}
@@ -154,6 +173,9 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 				cache = v
 			case engine.Done:
 				st.clear()
+				if thinking && !c.quiet {
+					fmt.Fprintln(io_.Stderr) // the reasoning ended the output
+				}
 				if v.Text != "" && !strings.HasSuffix(v.Text, "\n") {
 					fmt.Fprintln(io_.Stdout)
 				}

@@ -22,6 +22,7 @@ const (
 	CmdMinP   CommandName = "minp"
 	CmdSeed   CommandName = "seed"
 	CmdMax    CommandName = "max"
+	CmdThink  CommandName = "think"
 	CmdSystem CommandName = "system"
 	CmdClear  CommandName = "clear"
 	CmdStats  CommandName = "stats"
@@ -63,6 +64,7 @@ var commandTable = []commandSpec{
 	{CmdMinP, "X|off", "drop tokens below X times the top probability, 0 <= X < 1 (off = 0)", orOff(floatArg(func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1) or \"off\""))},
 	{CmdSeed, "N", "random seed for sampling", intArg(0, math.MaxInt64, "a whole number >= 0")},
 	{CmdMax, "N|off", "maximum new tokens per answer (off = no limit)", orOff(intArg(1, math.MaxInt32, "a positive number of tokens or \"off\""))},
+	{CmdThink, "on|off", "let a reasoning model think before it answers, or ask it not to", parseOnOff},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
 	{CmdClear, "", "start a new conversation", noArg},
 	{CmdStats, "", "show cache and speed statistics", noArg},
@@ -243,6 +245,8 @@ func Complete(line string, themeNames []string) (string, []string) {
 		pool = themeNames
 	case CmdKV, CmdMax, CmdTopP, CmdTopK, CmdMinP:
 		pool = []string{"off"}
+	case CmdThink:
+		pool = []string{"on", "off"}
 	default:
 		return line, nil
 	}

@@ -115,7 +115,7 @@ func TestComplete(t *testing.T) {
 	}{
 		{"/k", "/kv ", nil},
 		{"/he", "/help ", nil},
-		{"/t", "/t", []string{"/temp", "/topp", "/topk", "/theme"}},
+		{"/t", "/t", []string{"/temp", "/topp", "/topk", "/think", "/theme"}},
 		{"/to", "/top", []string{"/topp", "/topk"}},
 		{"/s", "/s", []string{"/seed", "/system", "/stats", "/save"}},
 		{"/sy", "/system ", nil},

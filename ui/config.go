@@ -35,6 +35,7 @@ import (
 //	  "temp": 0.7, "top_p": 0.95, "top_k": 40, "min_p": 0.05,
 //	  "repetition_penalty": 1.1, "repetition_window": 64,
 //	  "seed": 0, "max_tokens": 0, "no_loop_detect": false,
+//	  "think": true,              // false: reasoning models answer without thinking
 //	  "system": "You are concise.",
 //	  "stop": ["</answer>"]
 //	}
@@ -61,6 +62,7 @@ type Config struct {
 	Seed              *uint64  `json:"seed,omitempty"`
 	MaxTokens         *int     `json:"max_tokens,omitempty"`
 	NoLoopDetect      *bool    `json:"no_loop_detect,omitempty"`
+	Think             *bool    `json:"think,omitempty"` // false: engine.Settings.NoThinking
 	System            *string  `json:"system,omitempty"`
 	Stop              []string `json:"stop,omitempty"`
 }
@@ -80,6 +82,9 @@ func (c Config) Settings(base engine.Settings) engine.Settings {
 	setIf(&s.RepetitionWindow, c.RepetitionWindow)
 	setIf(&s.MaxTokens, c.MaxTokens)
 	setIf(&s.NoLoopDetect, c.NoLoopDetect)
+	if c.Think != nil {
+		s.NoThinking = !*c.Think
+	}
 	setIf(&s.Seed, c.Seed)
 	setIf(&s.System, c.System)
 	if c.Stop != nil {

@@ -101,7 +101,10 @@
 // names, "off" for /kv, /max, /topp, /topk, /minp); Esc stops the answer (the partial answer is kept;
 // if nothing was generated yet the message goes back into the editor,
 // above anything typed meanwhile);
-// PgUp/PgDn and the mouse wheel scroll; Ctrl+C twice within 2 s quits
+// PgUp/PgDn and the mouse wheel scroll; Ctrl+O shows or hides the folded
+// parts of every answer (a reasoning model's thinking, think.go: streamed
+// and kept apart from the answer, dimmed, folded to one line); Ctrl+C
+// twice within 2 s quits
 // (the first one also stops a running answer).
 //
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
@@ -138,7 +141,8 @@
 // # Commands
 //
 // /kv N|off, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
-// /seed N, /max N|off,
+// /seed N, /max N|off, /think on|off (refused when the model's template
+// has no enable_thinking switch),
 // /system TEXT, /clear, /stats, /theme NAME, /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
 // one error line naming the command and what was expected, the command stays

@@ -67,6 +67,8 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 			return nil, m.changeSettings(name, s, "no limit on new tokens per answer")
 		}
 		return nil, m.changeSettings(name, s, fmt.Sprintf("at most %d new tokens per answer", s.MaxTokens))
+	case CmdThink:
+		return nil, m.thinkCommand(c)
 	case CmdSystem:
 		s.System = c.Text
 		msg := "system prompt cleared"
@@ -272,6 +274,7 @@ func (m *model) applyLoad(msg loadedMsg) {
 		default:
 			t.kind = turnAssistant
 			t.note = loadedNote(sm)
+			t.reasoning = sm.Reasoning
 		}
 		m.tr.add(t)
 	}
@@ -505,6 +508,9 @@ func (m *model) modelText() string {
 		off(s.TopP > 0 && s.TopP < 1, fmt.Sprint(s.TopP)), off(s.MinP > 0, fmt.Sprint(s.MinP)), s.Seed)
 	if s.MaxTokens > 0 {
 		fmt.Fprintf(&b, " · /max %d", s.MaxTokens)
+	}
+	if m.info.Reasoning {
+		fmt.Fprintf(&b, " · /think %s", off(!s.NoThinking, "on"))
 	}
 	if s.System != "" {
 		fmt.Fprintf(&b, "\nsystem  %s", s.System)

@@ -495,6 +495,9 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 	case "pgdown":
 		m.tr.pageDown()
 		return nil
+	case "ctrl+o":
+		m.toggleFolds()
+		return nil
 	case "ctrl+e":
 		if !m.ed.expand() {
 			m.st.setNotice("no collapsed paste to expand")

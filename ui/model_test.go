@@ -720,7 +720,7 @@ func TestCtrlCTwiceQuits(t *testing.T) {
 func TestCompletion(t *testing.T) {
 	m, _ := newTestModel(t)
 	ready(m)
-	typeText(m, "/th")
+	typeText(m, "/the")
 	press(m, tea.KeyTab)
 	if m.ed.value() != "/theme " {
 		t.Fatalf("Tab: %q", m.ed.value())
@@ -733,7 +733,7 @@ func TestCompletion(t *testing.T) {
 	m.ed.ta.Reset()
 	typeText(m, "/t")
 	press(m, tea.KeyTab)
-	if s := screen(m); !strings.Contains(s, "/temp  /topp  /topk  /theme") {
+	if s := screen(m); !strings.Contains(s, "/temp  /topp  /topk  /think  /theme") {
 		t.Errorf("candidates not shown:\n%s", s)
 	}
 }

@@ -13,7 +13,7 @@ func TestPaletteLine(t *testing.T) {
 	tests := []struct{ typed, want string }{
 		{"hello", ""},
 		{"//not a command", ""},
-		{"/t", "/temp  /topp  /topk  /theme"},
+		{"/t", "/temp  /topp  /topk  /think  /theme"},
 		{"/kv", "/kv N|off  cap the live KV window"},
 		{"/kv 64", "/kv N|off  cap the live KV window"},
 		{"/the", "/theme NAME  switch theme"},
@@ -33,13 +33,13 @@ func TestPaletteLine(t *testing.T) {
 func TestPaletteTab(t *testing.T) {
 	th, _ := themes.Get("dark", true)
 	var p palette
-	if nv, changed := p.tab("/th"); !changed || nv != "/theme " {
-		t.Errorf("tab(/th) = %q, %v", nv, changed)
+	if nv, changed := p.tab("/the"); !changed || nv != "/theme " {
+		t.Errorf("tab(/the) = %q, %v", nv, changed)
 	}
-	if nv, changed := p.tab("/t"); changed || nv != "/t" || len(p.cands) != 4 {
+	if nv, changed := p.tab("/t"); changed || nv != "/t" || len(p.cands) != 5 {
 		t.Errorf("tab(/t) = %q, %v, candidates %v", nv, changed, p.cands)
 	}
-	if got := stripANSI(p.line("/t", th, 200)); !strings.Contains(got, "/temp  /topp  /topk  /theme") {
+	if got := stripANSI(p.line("/t", th, 200)); !strings.Contains(got, "/temp  /topp  /topk  /think  /theme") {
 		t.Errorf("candidates not shown: %q", got)
 	}
 	p.reset()

@@ -43,7 +43,7 @@ func (m *model) snapshot() conversationFile {
 			}
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
-			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note)}
+			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning}
 			if t.stream != nil {
 				if t.stream.text == "" {
 					continue // nothing streamed yet: the question stays unanswered

@@ -134,7 +134,11 @@ func (m *model) streamed(e engine.Token) {
 	if dt := e.At.Sub(r.first).Seconds(); dt > 0 && r.tokens > 1 {
 		m.st.decodeTPS = float64(r.tokens-1) / dt
 	}
-	m.tr.turns[r.turn].stream.text += e.Text
+	if e.Reasoning {
+		m.tr.turns[r.turn].reasoning += e.Text
+	} else {
+		m.tr.turns[r.turn].stream.text += e.Text
+	}
 	m.tr.dirty = true
 }
 

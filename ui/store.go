@@ -33,6 +33,9 @@ type savedMessage struct {
 	// "failed", "repeating", or "interrupted" (the chat ended or was
 	// killed while the answer streamed).
 	Note string `json:"note,omitempty"`
+	// Reasoning is an answer's reasoning (a reasoning model's thinking),
+	// shown folded and sent back with the answer.
+	Reasoning string `json:"reasoning,omitempty"`
 	// orphan marks, after repairConversation, an answer with no question
 	// before it (shown, not sent); never saved.
 	orphan bool

@@ -31,6 +31,8 @@ type turn struct {
 	pastes  []pasteBlock // user turns: the pastes behind the labels in display
 	partial bool         // assistant answer stopped early
 	note    string       // assistant: why it stopped early
+	// reasoning is an answer's reasoning (think.go), streamed or done.
+	reasoning string
 
 	stream *stream // assistant answer while it streams
 	out    string  // cached rendering, already fitted to the viewport
@@ -159,7 +161,7 @@ func (tr *transcript) conversation() ([]engine.Message, []int) {
 		if t.kind == turnAssistant {
 			role = engine.RoleAssistant
 		}
-		msgs = append(msgs, engine.Message{Role: role, Content: t.content})
+		msgs = append(msgs, engine.Message{Role: role, Content: t.content, Reasoning: t.reasoning})
 		at = append(at, i)
 	}
 	return msgs, at
@@ -272,6 +274,7 @@ func (tr *transcript) renderUser(t *turn, w int) string {
 // a one-line title while folded.
 type segment struct {
 	folded bool   // a foldable part (shown only when unfolded)
+	dim    bool   // shown as dimmed plain text, not markdown
 	title  string // the fold's header line
 	text   string // markdown
 }
@@ -284,6 +287,9 @@ func answerSegments(t *turn) []segment {
 	if t.kind != turnAssistant {
 		return nil
 	}
+	if th, ok := thinkingSegment(t); ok {
+		return []segment{th, {text: t.content}}
+	}
 	return []segment{{text: t.content}}
 }
 
@@ -293,8 +299,11 @@ func answerSegments(t *turn) []segment {
 func (tr *transcript) renderAnswer(t *turn) string {
 	if t.stream != nil {
 		body := t.stream.update(tr.md, sanitize)
-		if body == "" {
+		if body == "" && t.reasoning == "" {
 			body = "  " + tr.theme.Dim.Render("…")
+		}
+		if th := tr.renderThinking(t); th != "" {
+			body = strings.TrimSuffix(th+"\n"+body, "\n")
 		}
 		return body
 	}
@@ -308,7 +317,11 @@ func (tr *transcript) renderAnswer(t *turn) string {
 			parts = append(parts, "  "+tr.theme.Fold.Render("▸ "+seg.title+" (Ctrl+O shows them)"))
 			continue
 		}
-		parts = append(parts, "  "+tr.theme.Fold.Render("▾ "+seg.title+" (Ctrl+O hides them)"), tr.md.render(sanitize(seg.text)))
+		body := tr.md.render(sanitize(seg.text))
+		if seg.dim {
+			body = tr.renderDim(seg.text)
+		}
+		parts = append(parts, "  "+tr.theme.Fold.Render("▾ "+seg.title+" (Ctrl+O hides them)"), body)
 	}
 	return strings.Join(parts, "\n")
 }
