@@ -25,18 +25,20 @@ const (
 	CmdThink  CommandName = "think"
 	CmdSystem CommandName = "system"
 	CmdClear  CommandName = "clear"
-	CmdStats  CommandName = "stats"
-	CmdTheme  CommandName = "theme"
-	CmdSave   CommandName = "save"
-	CmdLoad   CommandName = "load"
-	CmdModel  CommandName = "model"
-	CmdHelp   CommandName = "help"
-	CmdQuit   CommandName = "quit"
+	// CmdSummarize summarizes a document in pieces that fit the cap.
+	CmdSummarize CommandName = "summarize"
+	CmdStats     CommandName = "stats"
+	CmdTheme     CommandName = "theme"
+	CmdSave      CommandName = "save"
+	CmdLoad      CommandName = "load"
+	CmdModel     CommandName = "model"
+	CmdHelp      CommandName = "help"
+	CmdQuit      CommandName = "quit"
 )
 
 // Command is one parsed slash command. Only the field that belongs to the
 // command is set: Int for kv/chunk/topk/seed/max, Float for temp/topp/minp,
-// Text for system/theme/save/load/help, Off for "off" (/kv, /max, /topp,
+// Text for system/theme/save/load/summarize, Off for "off" (/kv, /max, /topp,
 // /topk, /minp).
 type Command struct {
 	Name  CommandName
@@ -66,6 +68,7 @@ var commandTable = []commandSpec{
 	{CmdMax, "N|off", "maximum new tokens per answer (off = no limit)", orOff(intArg(1, math.MaxInt32, "a positive number of tokens or \"off\""))},
 	{CmdThink, "on|off", "let a reasoning model think before it answers, or ask it not to", parseOnOff},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
+	{CmdSummarize, "[INSTRUCTION]", "summarize the held message, or the last paste or /read file, in pieces that fit the live window (Esc stops and keeps the pieces done)", textArg(false, "")},
 	{CmdClear, "", "start a new conversation", noArg},
 	{CmdStats, "", "show cache and speed statistics", noArg},
 	{CmdTheme, "NAME", "switch theme", textArg(true, "a theme name")},
@@ -206,6 +209,7 @@ func HelpText() string {
 		{"Up/Down", "input history (on the first/last line)"},
 		{"Tab", "complete a /command"},
 		{"Ctrl+E", "expand collapsed pastes in the input"},
+		{"Ctrl+O", "show or hide the folded parts of answers (reasoning, piece summaries)"},
 		{"Esc", "stop the answer (the partial answer is kept)"},
 		{"PgUp/PgDn, wheel", "scroll the conversation (Shift+drag selects text)"},
 		{"Ctrl+C twice", "quit"},

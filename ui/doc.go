@@ -103,8 +103,8 @@
 // above anything typed meanwhile);
 // PgUp/PgDn and the mouse wheel scroll; Ctrl+O shows or hides the folded
 // parts of every answer (a reasoning model's thinking, think.go: streamed
-// and kept apart from the answer, dimmed, folded to one line); Ctrl+C
-// twice within 2 s quits
+// and kept apart from the answer, dimmed, folded to one line; the piece
+// summaries of /summarize); Ctrl+C twice within 2 s quits
 // (the first one also stops a running answer).
 //
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
@@ -132,6 +132,22 @@
 // when it fits); a new message joins it and both are checked again. The
 // held message is saved as the draft.
 //
+// # Summarize
+//
+// /summarize [INSTRUCTION] sends an engine.Summarize of the held message
+// (the pastes in it are the document, the text typed around them the
+// instruction), else of the last paste or /read file of the conversation;
+// a line "/summarize ... [pasted: ...]" in the editor does the same with
+// its pastes. The document is answered in pieces within the cap: the
+// status line shows "summarize 3/9", then "summarize · combining 1/2"; Esc
+// stops and keeps what is done (the finished piece summaries become the
+// answer, "stopped after 3 of 9 pieces"). The transcript shows a user turn
+// "/summarize" with the document's label and the final answer with the
+// piece summaries folded under it; Ctrl+O unfolds (and folds) them. The
+// conversation file keeps the instruction and the pieces, and later turns
+// send the instruction and the piece summaries in place of the document,
+// which did not fit.
+//
 // Run reads the terminal itself (raw mode, restored on exit) and passes
 // bubbletea the input through pasteInput, which cuts each bracketed paste
 // out whole in linear time (bubbletea's own reader is quadratic in the
@@ -143,7 +159,8 @@
 // /kv N|off, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
 // /seed N, /max N|off, /think on|off (refused when the model's template
 // has no enable_thinking switch),
-// /system TEXT, /clear, /stats, /theme NAME, /save [FILE], /load FILE,
+// /system TEXT, /summarize [INSTRUCTION], /clear, /stats, /theme NAME,
+// /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
 // one error line naming the command and what was expected, the command stays
 // in the editor and nothing else changes. Settings commands are checked with

@@ -78,6 +78,8 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		return nil, m.changeSettings(name, s, msg)
 	case CmdClear:
 		m.clear()
+	case CmdSummarize:
+		return nil, m.runSummarize(c.Text)
 	case CmdStats:
 		m.tr.addInfo(m.statsText())
 	case CmdTheme:
@@ -268,6 +270,9 @@ func (m *model) applyLoad(msg loadedMsg) {
 			if sm.Display != "" {
 				t.display = sm.Display
 			}
+			if sm.Summarize != nil {
+				t.summarize = &summarizeSource{instruction: sm.Summarize.Instruction}
+			}
 		case sm.orphan:
 			t.kind = turnInfo
 			t.content = "(an answer from the file without a question before it; not sent to the model)\n" + sm.Content
@@ -275,6 +280,9 @@ func (m *model) applyLoad(msg loadedMsg) {
 			t.kind = turnAssistant
 			t.note = loadedNote(sm)
 			t.reasoning = sm.Reasoning
+			if sm.Summary != nil {
+				t.pieces, t.piecesInline = loadPieces(sm.Summary.Pieces), sm.Summary.Inline
+			}
 		}
 		m.tr.add(t)
 	}

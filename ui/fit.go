@@ -40,7 +40,7 @@ func (h *heldMessage) full() string {
 }
 
 // heldPlaceholder is the editor's hint while a message is held.
-const heldPlaceholder = "Enter sends the held message anyway · /kv N raises the cap · Esc puts it back"
+const heldPlaceholder = "Enter sends the held message anyway · /summarize summarizes it in pieces · /kv N raises the cap · Esc puts it back"
 
 // mayNotFit reports whether a message of text (exact) could push part of
 // itself out of the live window, so that it must be checked before it is
@@ -141,11 +141,13 @@ func (m *model) heldWhat() string {
 
 // fitNotice is the fit check's warning, e.g. "paste 35,120 tokens > live
 // window 4,096: the model would see only the last 3,900. Enter sends
-// anyway · /kv 40000 raises the cap (≈ 1.2 GB of KV)".
+// anyway · /summarize summarizes it in pieces · /kv 40000 raises the cap
+// (≈ 1.2 GB of KV)".
 func fitNotice(what string, f engine.Fit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s tokens > live window %s: the model would see only the last %s. Enter sends anyway",
 		what, groupDigits(f.MessageTokens), groupDigits(f.MaxKV), groupDigits(f.Visible))
+	b.WriteString(" · /summarize summarizes it in pieces")
 	if f.SuggestedMaxKV > 0 {
 		fmt.Fprintf(&b, " · /kv %d raises the cap (≈ %s of KV", f.SuggestedMaxKV, formatBytes(f.SuggestedKVBytes))
 		if f.ContextLength > 0 && f.SuggestedMaxKV > f.ContextLength {

@@ -381,6 +381,16 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			return nil
 		}
 		m.streamed(e)
+	case engine.SummarizeProgress:
+		if m.ours(e) {
+			p := e
+			m.st.summarize = &p
+		}
+	case engine.PieceSummary:
+		if m.ours(e) && e.Piece.Phase == engine.PhaseMap {
+			m.tr.turns[m.req.turn].pieces = append(m.tr.turns[m.req.turn].pieces, e.Piece)
+			m.tr.dirty = true
+		}
 	case engine.Trim:
 		return m.st.trimmed()
 	case engine.CacheState:
@@ -392,7 +402,11 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.st.decodeTPS = s.DecodeTokPerSec
 		}
 	case engine.Done:
-		if m.ours(e) {
+		switch {
+		case !m.ours(e):
+		case m.req.summarize:
+			m.summarized(e)
+		default:
 			m.endRequest(e.Text, e.Reason, nil)
 		}
 	case engine.Fit:

@@ -41,6 +41,9 @@ func (m *model) snapshot() conversationFile {
 			if t.display != t.content {
 				sm.Display = t.display
 			}
+			if t.summarize != nil {
+				sm.Summarize = &savedSummarize{Instruction: t.summarize.instruction}
+			}
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
 			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning}
@@ -49,6 +52,9 @@ func (m *model) snapshot() conversationFile {
 					continue // nothing streamed yet: the question stays unanswered
 				}
 				sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted
+			}
+			if len(t.pieces) > 0 {
+				sm.Summary = &savedSummary{Pieces: savePieces(t.pieces), Inline: t.piecesInline}
 			}
 			c.Messages = append(c.Messages, sm)
 		}
@@ -157,6 +163,27 @@ func historyForDisk(h []historyEntry) []historyEntry {
 		if n <= maxPasteBytes {
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// savePieces converts piece summaries for the conversation file.
+func savePieces(ps []engine.SummaryPiece) []savedPiece {
+	out := make([]savedPiece, len(ps))
+	for i, p := range ps {
+		out[i] = savedPiece{Piece: p.Piece, Pieces: p.Pieces, Start: p.SourceStart, End: p.SourceEnd, Text: p.Text}
+	}
+	return out
+}
+
+// loadPieces converts saved piece summaries back.
+func loadPieces(ps []savedPiece) []engine.SummaryPiece {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]engine.SummaryPiece, len(ps))
+	for i, p := range ps {
+		out[i] = engine.SummaryPiece{Phase: engine.PhaseMap, Piece: p.Piece, Pieces: p.Pieces, SourceStart: p.Start, SourceEnd: p.End, Text: p.Text}
 	}
 	return out
 }

@@ -53,6 +53,12 @@ func (m *model) submit() tea.Cmd {
 		}
 		return nil
 	}
+	if IsCommand(text) && len(present) > 0 && isSummarizeLine(text) {
+		if err := m.summarizeDraft(text, present); err != nil {
+			m.setError(err)
+		}
+		return nil
+	}
 	if IsCommand(text) && len(present) == 0 {
 		c, err := ParseCommand(text)
 		if err != nil {
@@ -90,6 +96,15 @@ func (m *model) submit() tea.Cmd {
 	}
 	m.send()
 	return nil
+}
+
+// isSummarizeLine reports whether an editor text is /summarize with more
+// after it (a paste, say).
+func isSummarizeLine(text string) bool {
+	t := strings.TrimSpace(text)
+	name := strings.ToLower(strings.SplitN(strings.TrimPrefix(t, "/"), " ", 2)[0])
+	name = strings.SplitN(name, "\n", 2)[0]
+	return name == string(CmdSummarize)
 }
 
 // send sends the editor's message: it becomes a user turn and a Generate

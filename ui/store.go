@@ -36,9 +36,38 @@ type savedMessage struct {
 	// Reasoning is an answer's reasoning (a reasoning model's thinking),
 	// shown folded and sent back with the answer.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Summarize marks a user message made by /summarize: Content is the
+	// instruction, a blank line and the document.
+	Summarize *savedSummarize `json:"summarize,omitempty"`
+	// Summary, on the answer of a /summarize whose document was split,
+	// holds the piece summaries.
+	Summary *savedSummary `json:"summary,omitempty"`
 	// orphan marks, after repairConversation, an answer with no question
 	// before it (shown, not sent); never saved.
 	orphan bool
+}
+
+// savedSummarize is what a /summarize asked.
+type savedSummarize struct {
+	Instruction string `json:"instruction,omitempty"` // "" = the default instruction
+}
+
+// savedSummary is the piece summaries of a /summarize answer.
+type savedSummary struct {
+	Pieces []savedPiece `json:"pieces"`
+	// Inline says the answer's text is the pieces themselves (it was
+	// stopped before they were combined).
+	Inline bool `json:"inline,omitempty"`
+}
+
+// savedPiece is the summary of one piece of a summarized document: its
+// place among the pieces and the byte range of the document it covers.
+type savedPiece struct {
+	Piece  int    `json:"piece"`
+	Pieces int    `json:"pieces"`
+	Start  int    `json:"start"`
+	End    int    `json:"end"`
+	Text   string `json:"text"`
 }
 
 // conversationFile is the JSON layout of a saved conversation (autosave,
@@ -46,6 +75,9 @@ type savedMessage struct {
 //
 //	{"version":1, "model":"...", "created":"RFC3339", "updated":"RFC3339",
 //	 "system":"...", "messages":[{"role":"user","content":"..."}, ...],
+//	 (a message may also have "display", "partial", "note",
+//	 "summarize":{"instruction":"..."} and, on a /summarize answer,
+//	 "summary":{"pieces":[{"piece":1,"pieces":9,"start":0,"end":4096,"text":"..."}]})
 //	 "draft":"...", "draft_pastes":[{"label":"[pasted: ...]","content":"..."}]}
 type conversationFile struct {
 	Version     int            `json:"version"`

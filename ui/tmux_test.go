@@ -63,7 +63,7 @@ func TestTmux(t *testing.T) {
 	// numbers, and a second Enter sends it anyway.
 	tm.keys("Enter")
 	tm.waitFor("the fit check's notice", 30*time.Second, func(s string) bool {
-		return regexp.MustCompile(`✂ paste [0-9,]+ tokens > live window 64: the model would see only the last [0-9,]+\. Enter sends anyway · /kv [0-9]+ raises the cap \(≈ [0-9.]+ [KMG]?B of KV\)`).MatchString(flat(s))
+		return regexp.MustCompile(`✂ paste [0-9,]+ tokens > live window 64: the model would see only the last [0-9,]+\. Enter sends anyway · /summarize summarizes it in pieces · /kv [0-9]+ raises the cap \(≈ [0-9.]+ [KMG]?B of KV\)`).MatchString(flat(s))
 	})
 	tm.keys("Enter")
 	sawPrefill := false

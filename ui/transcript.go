@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/viewport"
@@ -33,11 +34,42 @@ type turn struct {
 	note    string       // assistant: why it stopped early
 	// reasoning is an answer's reasoning (think.go), streamed or done.
 	reasoning string
+	// summarize, on a user turn, marks a /summarize: content is the
+	// instruction, a blank line and the document.
+	summarize *summarizeSource
+	// pieces, on the answer of a /summarize whose document was split,
+	// are the piece summaries, folded under the answer; piecesInline says
+	// the answer's text is those summaries (stopped before they were
+	// combined), so they are not repeated under it.
+	pieces       []engine.SummaryPiece
+	piecesInline bool
 
 	stream *stream // assistant answer while it streams
 	out    string  // cached rendering, already fitted to the viewport
 	outOK  bool
 	outKey renderKey // what the cached rendering was made for
+}
+
+// summarizeSource is what a /summarize user turn asked.
+type summarizeSource struct {
+	instruction string // "" = engine.DefaultSummarizeInstruction
+}
+
+// summarizeContent is the content of a /summarize user turn.
+func summarizeContent(instruction, doc string) string {
+	if instruction == "" {
+		instruction = engine.DefaultSummarizeInstruction
+	}
+	return instruction + "\n\n" + doc
+}
+
+// document returns the summarized document of a /summarize user turn.
+func (t *turn) document() string {
+	if t.summarize == nil {
+		return t.content
+	}
+	_, doc, _ := strings.Cut(t.content, "\n\n")
+	return doc
 }
 
 // renderKey is what a turn's cached rendering depends on besides the turn.
@@ -148,7 +180,10 @@ func (t *turn) isMessage() bool {
 
 // conversation is the chat so far as engine messages (user and finished
 // assistant turns; the system prompt travels in Settings.System), and for
-// each message the index of its turn.
+// each message the index of its turn. A /summarize whose document was
+// split is sent as its instruction and the piece summaries: the document
+// did not fit the live window, and sending it again would only prefill it
+// to be trimmed again.
 func (tr *transcript) conversation() ([]engine.Message, []int) {
 	var msgs []engine.Message
 	var at []int
@@ -157,14 +192,76 @@ func (tr *transcript) conversation() ([]engine.Message, []int) {
 		if !t.isMessage() {
 			continue
 		}
-		role := engine.RoleUser
+		role, content := engine.RoleUser, t.content
 		if t.kind == turnAssistant {
 			role = engine.RoleAssistant
+		} else if t.summarize != nil {
+			if next := tr.answerAfter(i); next != nil && len(next.pieces) > 0 {
+				content = digest(t, next.pieces)
+			}
 		}
-		msgs = append(msgs, engine.Message{Role: role, Content: t.content, Reasoning: t.reasoning})
+		msgs = append(msgs, engine.Message{Role: role, Content: content, Reasoning: t.reasoning})
 		at = append(at, i)
 	}
 	return msgs, at
+}
+
+// answerAfter is the finished answer right after turn i, or nil.
+func (tr *transcript) answerAfter(i int) *turn {
+	for j := i + 1; j < len(tr.turns); j++ {
+		switch tr.turns[j].kind {
+		case turnAssistant:
+			if tr.turns[j].stream != nil {
+				return nil
+			}
+			return &tr.turns[j]
+		case turnUser:
+			return nil
+		}
+	}
+	return nil
+}
+
+// digest is what later turns send for a /summarize whose document was
+// split: the instruction and the summaries of the document's parts.
+func digest(t *turn, pieces []engine.SummaryPiece) string {
+	instr := t.summarize.instruction
+	if instr == "" {
+		instr = engine.DefaultSummarizeInstruction
+	}
+	var b strings.Builder
+	b.WriteString(instr)
+	fmt.Fprintf(&b, "\n\n(The document, %s, did not fit the context and was summarized in %d parts; the summaries of its parts, in order:)",
+		formatBytes(int64(len(t.document()))), pieces[0].Pieces)
+	for _, p := range pieces {
+		fmt.Fprintf(&b, "\n\nPart %d of %d:\n%s", p.Piece, p.Pieces, p.Text)
+	}
+	return b.String()
+}
+
+// piecesText is the piece summaries as one markdown text.
+func piecesText(pieces []engine.SummaryPiece) string {
+	var b strings.Builder
+	for i, p := range pieces {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "**Part %d of %d** (bytes %s–%s of the document)\n\n%s", p.Piece, p.Pieces,
+			groupDigits(p.SourceStart), groupDigits(p.SourceEnd), p.Text)
+	}
+	return b.String()
+}
+
+// hasFolds reports whether any answer has a folded part.
+func (tr *transcript) hasFolds() bool {
+	for i := range tr.turns {
+		for _, seg := range answerSegments(&tr.turns[i]) {
+			if seg.folded {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toggleFold shows or hides the folded parts of answers.
@@ -287,41 +384,53 @@ func answerSegments(t *turn) []segment {
 	if t.kind != turnAssistant {
 		return nil
 	}
+	var segs []segment
 	if th, ok := thinkingSegment(t); ok {
-		return []segment{th, {text: t.content}}
+		segs = append(segs, th)
 	}
-	return []segment{{text: t.content}}
+	segs = append(segs, segment{text: t.content})
+	if n := len(t.pieces); n > 0 && !t.piecesInline {
+		title := fmt.Sprintf("%d piece summaries", n)
+		if n == 1 {
+			title = "1 piece summary"
+		}
+		segs = append(segs, segment{folded: true, title: title, text: piecesText(t.pieces)})
+	}
+	return segs
 }
 
-// renderAnswer renders an answer: its text as markdown (a streaming one
-// through its stream, which re-renders only the unfinished tail), then its
-// foldable parts, folded to a header line unless unfolded.
+// renderAnswer renders an answer through answerSegments: its text as
+// markdown (a streaming one through its stream, which re-renders only the
+// unfinished tail), and its foldable parts (reasoning above it, piece
+// summaries under it), each folded to a header line unless unfolded.
 func (tr *transcript) renderAnswer(t *turn) string {
-	if t.stream != nil {
-		body := t.stream.update(tr.md, sanitize)
-		if body == "" && t.reasoning == "" {
-			body = "  " + tr.theme.Dim.Render("…")
-		}
-		if th := tr.renderThinking(t); th != "" {
-			body = strings.TrimSuffix(th+"\n"+body, "\n")
-		}
-		return body
-	}
 	var parts []string
 	for _, seg := range answerSegments(t) {
-		if !seg.folded {
-			parts = append(parts, tr.md.render(sanitize(seg.text)))
-			continue
-		}
-		if !tr.unfold {
+		switch {
+		case !seg.folded:
+			body := ""
+			if t.stream != nil {
+				body = t.stream.update(tr.md, sanitize)
+			} else {
+				body = tr.md.render(sanitize(seg.text))
+			}
+			if body == "" && t.stream != nil && t.reasoning == "" {
+				body = "  " + tr.theme.Dim.Render("…")
+			}
+			if body != "" {
+				parts = append(parts, body)
+			}
+		case seg.dim && t.stream != nil:
+			parts = append(parts, tr.renderThinking(t))
+		case !tr.unfold:
 			parts = append(parts, "  "+tr.theme.Fold.Render("▸ "+seg.title+" (Ctrl+O shows them)"))
-			continue
+		default:
+			body := tr.md.render(sanitize(seg.text))
+			if seg.dim {
+				body = tr.renderDim(seg.text)
+			}
+			parts = append(parts, "  "+tr.theme.Fold.Render("▾ "+seg.title+" (Ctrl+O hides them)"), body)
 		}
-		body := tr.md.render(sanitize(seg.text))
-		if seg.dim {
-			body = tr.renderDim(seg.text)
-		}
-		parts = append(parts, "  "+tr.theme.Fold.Render("▾ "+seg.title+" (Ctrl+O hides them)"), body)
 	}
 	return strings.Join(parts, "\n")
 }
