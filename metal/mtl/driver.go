@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"mlxchat/metal/gpu"
@@ -50,9 +52,12 @@ const offsetAlign = ConstantOffsetAlign
 // compiled by Open, so a kernel the device's compiler rejects fails there,
 // before any model is loaded.
 type Driver struct {
-	dev    Device
-	queue  CommandQueue
-	pipes  [kernels.Count]Pipeline
+	dev   Device
+	queue CommandQueue
+	pipes [kernels.Count]Pipeline
+	// psize is each kernel's parameter struct size in bytes (its MSL
+	// struct Params): what Metal reads at the block's offset.
+	psize  [kernels.Count]int
 	page   uintptr
 	window int64 // length of the no-copy buffers over mapped weights
 	ops    []op
@@ -163,6 +168,12 @@ func (d *Driver) compile(k kernels.ID, tgMem int) (Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.psize[k], err = paramStructSize(src); err != nil {
+		return nil, fmt.Errorf("kernel %s: %w", k, err)
+	}
+	if d.psize[k] > SetBytesLimit {
+		return nil, fmt.Errorf("kernel %s: a %d-byte parameter struct exceeds setBytes' %d", k, d.psize[k], SetBytesLimit)
+	}
 	lib, err := d.dev.NewLibrary(src)
 	if err != nil {
 		return nil, fmt.Errorf("compiling kernel %s: %w", k, err)
@@ -186,6 +197,47 @@ func (d *Driver) compile(k kernels.ID, tgMem int) (Pipeline, error) {
 		return nil, fmt.Errorf("kernel %s declares %d bytes of threadgroup memory, the device allows %d", k, n, tgMem)
 	}
 	return p, nil
+}
+
+// paramStructSize returns the size of the Params struct in a kernel's MSL
+// (what its [[buffer(0)]] argument reads), laid out as Metal lays it out:
+// 4-byte scalars, 16-byte aligned 4-vectors, arrays of either.
+func paramStructSize(src string) (int, error) {
+	const open = "\nstruct Params\n{\n"
+	i := strings.Index(src, open)
+	if i < 0 {
+		return 0, errors.New("its MSL has no struct Params")
+	}
+	body, _, ok := strings.Cut(src[i+len(open):], "\n};")
+	if !ok {
+		return 0, errors.New("its MSL's struct Params does not end")
+	}
+	size, align := 0, 4
+	for _, line := range strings.Split(body, "\n") {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ";"))
+		if len(f) != 2 {
+			return 0, fmt.Errorf("parameter struct member %q not understood", line)
+		}
+		var n, a int
+		switch f[0] {
+		case "uint", "int", "float":
+			n, a = 4, 4
+		case "uint4", "int4", "float4":
+			n, a = 16, 16
+		default:
+			return 0, fmt.Errorf("parameter struct member of type %s not understood", f[0])
+		}
+		if name, dim, ok := strings.Cut(f[1], "["); ok && name != "" {
+			c, err := strconv.Atoi(strings.TrimSuffix(dim, "]"))
+			if err != nil || c <= 0 {
+				return 0, fmt.Errorf("parameter struct member %q not understood", line)
+			}
+			n *= c
+		}
+		size = (size+a-1)&^(a-1) + n
+		align = max(align, a)
+	}
+	return (size + align - 1) &^ (align - 1), nil
 }
 
 // Name returns "metal".
@@ -333,6 +385,9 @@ func (d *Driver) Dispatch(k kernels.ID, params []byte, binds *[8]gpu.Binding, gr
 	}
 	o.p0 = len(d.params)
 	d.params = append(d.params, params...)
+	for len(d.params) < o.p0+d.psize[k] { // Metal reads the whole struct
+		d.params = append(d.params, 0)
+	}
 	o.p1 = len(d.params)
 	d.ops = append(d.ops, o)
 	return nil
@@ -366,13 +421,15 @@ func (d *Driver) ParamAlign() int { return ConstantOffsetAlign }
 
 // NewPlan resolves launches once (pipelines, bindings, barriers) and
 // makes the plan's parameter buffer: shared, untracked, paramBytes long
-// plus a 256-byte tail so every block's offset leaves room for its
-// kernel's whole parameter struct.
+// or more, so that every block's offset leaves room for its kernel's
+// whole parameter struct (Metal reads all of it; a fused kernel's block
+// is shorter when its program is).
 func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byte, error) {
 	if len(launches) == 0 {
 		return nil, nil, errors.New("metal: a plan needs at least one launch")
 	}
 	p := &plan{ops: make([]op, len(launches))}
+	size := paramBytes
 	for i := range launches {
 		l := &launches[i]
 		o, err := d.op(l.Kernel, &l.Binds, l.Groups)
@@ -382,10 +439,14 @@ func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byt
 		if l.Params%ConstantOffsetAlign != 0 || l.Params < 0 || l.ParamSize <= 0 || l.Params+l.ParamSize > paramBytes {
 			return nil, nil, fmt.Errorf("metal: launch %d (%s): parameter block [%d, +%d) is not a %d-byte aligned range of the %d-byte buffer", i, l.Kernel, l.Params, l.ParamSize, ConstantOffsetAlign, paramBytes)
 		}
+		if l.ParamSize > d.psize[l.Kernel] {
+			return nil, nil, fmt.Errorf("metal: launch %d (%s): %d parameter bytes, the kernel's struct has %d", i, l.Kernel, l.ParamSize, d.psize[l.Kernel])
+		}
 		o.p0, o.p1, o.barrier = l.Params, l.Params+l.ParamSize, l.Barrier
 		p.ops[i] = o
+		size = max(size, l.Params+d.psize[l.Kernel])
 	}
-	size := (paramBytes+ConstantOffsetAlign-1)&^(ConstantOffsetAlign-1) + ConstantOffsetAlign
+	size = (size + 15) &^ 15
 	b, err := d.dev.NewBuffer(size, StorageShared|HazardUntracked)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metal: parameter buffer of %d bytes: %w", size, err)

@@ -210,3 +210,29 @@ func TestPlanRunsAsOneCommandBuffer(t *testing.T) {
 		t.Error("a parameter block past the parameter buffer: want an error")
 	}
 }
+
+// TestParamStructSizes: the parameter struct size read from each kernel's
+// MSL is the kernel table's words for plain kernels, and for the fused
+// kernels the words plus their segment table and tail program, within
+// setBytes' limit.
+func TestParamStructSizes(t *testing.T) {
+	for id := kernels.ID(0); id < kernels.Count; id++ {
+		src, err := kernels.MSL(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := paramStructSize(src)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		words := 4 * (kernels.ParamHeader + id.Info().Params)
+		if id.Info().Program && (n <= words || n > SetBytesLimit) || !id.Info().Program && n != words {
+			t.Errorf("%s: parameter struct of %d bytes, %d bytes of words (program %v)", id, n, words, id.Info().Program)
+		}
+	}
+	for _, bad := range []string{"kernel void x()", "\nstruct Params\n{\n    uint a;\n", "\nstruct Params\n{\n    half a;\n};"} {
+		if _, err := paramStructSize(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}

@@ -156,7 +156,7 @@ func (c *CommandBuffer) Commit() {
 	c.committed = true
 	for i := range c.ops {
 		if o := &c.ops[i]; o.pbuf != nil {
-			o.params = append(o.params[:0], o.pbuf.mem[o.poff:o.poff+paramSize(o.k)]...)
+			o.params = append(o.params[:0], o.pbuf.mem[o.poff:o.poff+o.lib.params]...)
 		}
 	}
 	for _, b := range c.used {
@@ -199,9 +199,6 @@ func (c *CommandBuffer) Err() error {
 	return c.err
 }
 
-// paramSize is the byte length of kernel k's parameter struct.
-func paramSize(k kernels.ID) int { return 4 * (kernels.ParamHeader + k.Info().Params) }
-
 // run executes the command buffer's dispatches on Vulkan, barrier group
 // by barrier group (see Order): no-copy buffers are mirrored in first
 // (their memory must still be mapped) and written bindings of no-copy
@@ -233,6 +230,17 @@ func (c *CommandBuffer) run() error {
 			copy(o.params, cur) // what the GPU would read
 		}
 	}
+	// Untracked buffers bound where a kernel may write (a fused kernel's
+	// generic slots) must come out unchanged.
+	var watch []*Buffer
+	for _, o := range c.ops {
+		for j, bd := range o.binds {
+			if bd.buf != nil && bd.buf.untracked && o.lib.writes[j] && !contains(watch, bd.buf) {
+				watch = append(watch, bd.buf)
+			}
+		}
+	}
+	before := d.snapshot(3, watch)
 	groups := c.groupBounds()
 	var err error
 	if d.opts.Order == CompareOrders {
@@ -250,9 +258,21 @@ func (c *CommandBuffer) run() error {
 	if err != nil {
 		return err
 	}
+	if b, off := differ(watch, before); b != nil {
+		var by []string
+		for i := range c.ops {
+			for j, bd := range c.ops[i].binds {
+				if bd.buf == b && c.ops[i].lib.writes[j] {
+					by = append(by, c.ops[i].String())
+					break
+				}
+			}
+		}
+		d.violate("the GPU wrote %s (first at byte %d), bound writable to %s: nothing orders GPU writes to an untracked buffer with later encoders and command buffers", b, off, strings.Join(by, ", "))
+	}
 	for _, o := range c.ops {
 		for i := 1; i < 8; i++ {
-			if bd := o.binds[i]; bd.buf != nil && bd.buf.noCopy && o.lib.writes[i] {
+			if bd := o.binds[i]; bd.buf != nil && bd.buf.noCopy && !bd.buf.untracked && o.lib.writes[i] && !bytes.Equal(bd.buf.mem, bd.buf.mirror) {
 				copy(bd.buf.mem, bd.buf.mirror)
 			}
 		}
@@ -291,7 +311,7 @@ func (c *CommandBuffer) runCompared(groups [][]dispatch) error {
 	var written []*Buffer
 	for _, o := range c.ops {
 		for j, bd := range o.binds {
-			if bd.buf != nil && o.lib.writes[j] && !contains(written, bd.buf) {
+			if bd.buf != nil && o.lib.writes[j] && !bd.buf.untracked && !contains(written, bd.buf) {
 				written = append(written, bd.buf)
 			}
 		}
@@ -357,7 +377,7 @@ func (c *CommandBuffer) localize(groups [][]dispatch, written []*Buffer, start [
 		}
 		if b, off := differ(written, rev); b != nil {
 			found = true
-			fwd := d.snapshot(3, written)
+			fwd := d.snapshot(4, written)
 			if err := c.blame(g, written, s0, b, off); err != nil {
 				return err
 			}
@@ -448,7 +468,9 @@ func (c *CommandBuffer) blame(g []dispatch, written []*Buffer, s0 [][]byte, b0 *
 	return nil
 }
 
-// snapshot copies the GPU memory of bufs into reused slot k.
+// snapshot copies the GPU memory of bufs into reused slot k (0: a command
+// buffer's start, 1, 2 and 4: localize and blame, 3: the untracked
+// buffers).
 func (d *Device) snapshot(k int, bufs []*Buffer) [][]byte {
 	s := d.snaps[k]
 	for len(s) < len(bufs) {
@@ -637,6 +659,10 @@ func (e *Encoder) DispatchThreadgroups(groups, threads mtl.Size) {
 	o := dispatch{k: lib.id, lib: lib, groups: [3]int{int(groups.Width), int(groups.Height), int(groups.Depth)}, group: c.group, index: len(c.ops)}
 	for _, a := range lib.args {
 		if a.index == 0 && e.bytes0 {
+			if len(e.params) < lib.params {
+				d.violate("%s: setBytes passed %d bytes for a parameter struct of %d", lib.name, len(e.params), lib.params)
+				return
+			}
 			o.params = append([]byte(nil), e.params...)
 			continue
 		}
@@ -660,12 +686,9 @@ func (e *Encoder) DispatchThreadgroups(groups, threads mtl.Size) {
 			d.violate("%s: [[buffer(%d)]] is a released buffer", lib.name, a.index)
 			return
 		}
-		if a.space == "device" && bd.buf.untracked {
-			d.violate("%s: [[buffer(%d)]] is written (device) but bound to %s: nothing orders GPU writes to an untracked buffer with later encoders and command buffers", lib.name, a.index, bd.buf)
-		}
 		if a.index == 0 {
-			if bd.off+paramSize(lib.id) > len(bd.buf.mem) {
-				d.violate("%s: parameter block [[buffer(0)]] at offset %d runs past the end of %s (%d bytes needed)", lib.name, bd.off, bd.buf, paramSize(lib.id))
+			if bd.off+lib.params > len(bd.buf.mem) {
+				d.violate("%s: parameter block [[buffer(0)]] at offset %d runs past the end of %s (its struct has %d bytes)", lib.name, bd.off, bd.buf, lib.params)
 				return
 			}
 			o.pbuf, o.poff = bd.buf, bd.off

@@ -363,8 +363,10 @@ func TestFakeCatchesViolations(t *testing.T) {
 			k.dev.Pool(func() {
 				cb, _ := k.queue.NewCommandBuffer()
 				k.add(cb, a, a, u, 2)
+				cb.Commit()
+				cb.WaitUntilCompleted()
 			})
-		}, "is written (device) but bound to buffer #2 (shared untracked, 64 bytes)"},
+		}, "the GPU wrote buffer #2 (shared untracked, 64 bytes) "},
 		{"private storage", func(t *testing.T, k *kit) {
 			k.dev.NewBuffer(64, 2<<4)
 		}, "storage mode 2, not shared"},

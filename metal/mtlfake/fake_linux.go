@@ -123,7 +123,7 @@ type Device struct {
 	pending    []*CommandBuffer // committed, not completed, in order
 	retained   map[*CommandBuffer]bool
 	nextBuf    int
-	snaps      [4][][]byte // reused memory snapshots (checkpoint, localize, blame)
+	snaps      [5][][]byte // reused memory snapshots (see snapshot)
 	released   bool
 }
 
@@ -199,6 +199,7 @@ type Buffer struct {
 	vk        gpu.Buf // Vulkan buffer (the mirror of a no-copy buffer)
 	mirror    []byte  // its mapping, for no-copy buffers
 	noCopy    bool
+	copied    bool // made by NewBufferWithBytes
 	untracked bool
 	released  bool
 	// twin is the second replica of a buffer the GPU writes, on which
@@ -212,8 +213,11 @@ type Buffer struct {
 // String names the buffer in violations.
 func (b *Buffer) String() string {
 	kind := "shared"
-	if b.noCopy {
+	switch {
+	case b.noCopy:
 		kind = "no-copy"
+	case b.copied:
+		kind = "copied"
 	}
 	if b.untracked {
 		kind += " untracked"
@@ -289,7 +293,7 @@ func (d *Device) NewBufferWithBytes(data []byte, opts mtl.ResourceOptions) (mtl.
 		return nil, err
 	}
 	copy(mem, data)
-	b := &Buffer{dev: d, mem: mem, vk: vb, untracked: untracked}
+	b := &Buffer{dev: d, mem: mem, vk: vb, copied: true, untracked: untracked}
 	d.add(b)
 	d.mu.Lock()
 	d.stats.CopiedBytes += int64(len(data))
@@ -442,6 +446,7 @@ type Library struct {
 	args     []arg
 	writes   [8]bool
 	tgMem    int
+	params   int // bytes of the parameter struct
 	released bool
 }
 
@@ -458,7 +463,7 @@ func (d *Device) NewLibrary(src string) (mtl.Library, error) {
 	if m.name == d.opts.FailCompile {
 		return nil, fmt.Errorf("program_source: error: simulated compile failure in %s", m.name)
 	}
-	l := &Library{dev: d, id: -1, name: m.name, local: m.local, args: m.args, tgMem: m.tgMem}
+	l := &Library{dev: d, id: -1, name: m.name, local: m.local, args: m.args, tgMem: m.tgMem, params: m.params}
 	for id := kernels.ID(0); id < kernels.Count; id++ {
 		if id.String() == m.name {
 			l.id = id

@@ -43,10 +43,13 @@ func TestParseCommittedMSL(t *testing.T) {
 		if n, ok := tg[m.name]; ok && m.tgMem != n {
 			t.Errorf("%s: %d bytes of threadgroup memory, want %d", id, m.tgMem, n)
 		}
+		if words := 4 * (kernels.ParamHeader + id.Info().Params); m.params != words && !id.Info().Program || m.params < words || m.params > 4<<10 {
+			t.Errorf("%s: parameter struct of %d bytes, the kernel table gives %d bytes of words (program: %v)", id, m.params, words, id.Info().Program)
+		}
 		if m.tgMem > 32<<10 {
 			t.Errorf("%s: %d bytes of threadgroup memory", id, m.tgMem)
 		}
-		t.Logf("%s: buffers %v, %d bytes of threadgroup memory", id, m.args, m.tgMem)
+		t.Logf("%s: buffers %v, %d bytes of threadgroup memory, %d-byte parameter struct", id, m.args, m.tgMem, m.params)
 	}
 	if _, err := parseMSL("kernel void a(device float& x [[buffer(1)]])\nkernel void b()\n"); err == nil {
 		t.Error("two kernels: want an error")
