@@ -31,6 +31,7 @@ const (
 	CmdTheme     CommandName = "theme"
 	CmdSave      CommandName = "save"
 	CmdLoad      CommandName = "load"
+	CmdRead      CommandName = "read"
 	CmdModel     CommandName = "model"
 	CmdHelp      CommandName = "help"
 	CmdQuit      CommandName = "quit"
@@ -38,7 +39,7 @@ const (
 
 // Command is one parsed slash command. Only the field that belongs to the
 // command is set: Int for kv/chunk/topk/seed/max, Float for temp/topp/minp,
-// Text for system/theme/save/load/summarize, Off for "off" (/kv, /max, /topp,
+// Text for system/theme/save/load/read/summarize, Off for "off" (/kv, /max, /topp,
 // /topk, /minp).
 type Command struct {
 	Name  CommandName
@@ -74,6 +75,7 @@ var commandTable = []commandSpec{
 	{CmdTheme, "NAME", "switch theme", textArg(true, "a theme name")},
 	{CmdSave, "[FILE]", "save the conversation (default: the autosave file)", textArg(false, "")},
 	{CmdLoad, "FILE", "load a saved conversation", textArg(true, "a file name")},
+	{CmdRead, "PATH", "attach a text file to the message (also @PATH in a message)", textArg(true, "a file path")},
 	{CmdModel, "", "show the model and its settings", noArg},
 	{CmdHelp, "", "list commands and keys", noArg},
 	{CmdQuit, "", "quit", noArg},

@@ -148,6 +148,21 @@
 // send the instruction and the piece summaries in place of the document,
 // which did not fit.
 //
+// # Files in messages
+//
+// /read PATH attaches a text file to the message being written: it is
+// read off the UI goroutine and appears in the editor as one collapsed
+// block, "[file notes.md: 2,631 tokens, 11 KB]", sent and saved like a
+// paste. A word "@PATH" in a message does the same when the message is
+// sent: each @word naming a file is read (off the UI goroutine) and
+// replaced by its block, then the message goes on (through the fit
+// check); an @word that is no file stays text ("@alice"), unless it looks
+// like a path (a "/", or a leading "~" or "."), which must exist; "@@"
+// writes a literal "@". Only a regular file of at most 32 MB that is UTF-8
+// text without NUL bytes is attached (a BOM is dropped, CRLF made LF); a
+// binary, invalid, empty, huge, missing or unreadable file, a directory or
+// a FIFO gets one error line naming it, and nothing is sent.
+//
 // Run reads the terminal itself (raw mode, restored on exit) and passes
 // bubbletea the input through pasteInput, which cuts each bracketed paste
 // out whole in linear time (bubbletea's own reader is quadratic in the
@@ -159,8 +174,8 @@
 // /kv N|off, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
 // /seed N, /max N|off, /think on|off (refused when the model's template
 // has no enable_thinking switch),
-// /system TEXT, /summarize [INSTRUCTION], /clear, /stats, /theme NAME,
-// /save [FILE], /load FILE,
+// /system TEXT, /summarize [INSTRUCTION], /read PATH, /clear, /stats,
+// /theme NAME, /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
 // one error line naming the command and what was expected, the command stays
 // in the editor and nothing else changes. Settings commands are checked with

@@ -106,6 +106,8 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		return nil, m.save(c.Text)
 	case CmdLoad:
 		return m.startLoad(c.Text)
+	case CmdRead:
+		return m.startRead(c.Text)
 	case CmdModel:
 		m.tr.addInfo(m.modelText())
 	case CmdHelp:

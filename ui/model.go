@@ -328,6 +328,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.quit()
 	case loadedMsg:
 		m.applyLoad(msg)
+	case attachedMsg:
+		cmds = append(cmds, m.attached(msg))
 	case pasteCountedMsg:
 		m.pasteCounted(msg)
 	case countTickMsg:

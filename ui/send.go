@@ -19,6 +19,9 @@ type jobs struct {
 	countFrame  int
 	// loading is the /load argument being read ("" = none).
 	loading string
+	// reading names the files /read or a message's @paths are reading
+	// ("" = none).
+	reading string
 }
 
 func newJobs() jobs { return jobs{counting: map[string]countJob{}} }
@@ -85,6 +88,15 @@ func (m *model) submit() tea.Cmd {
 	case m.fit.id != 0:
 		m.setNotice("still checking that the message fits the live window…")
 		return nil
+	case m.jobs.reading != "":
+		m.setNotice("still reading " + m.jobs.reading + "…")
+		return nil
+	}
+	if cmd, ok, err := m.startAtPaths(text); err != nil {
+		m.setError(err)
+		return nil
+	} else if ok {
+		return cmd
 	}
 	if m.held != nil {
 		// A new message joins the held one, which is checked again with it.
@@ -114,6 +126,9 @@ func (m *model) send() {
 	if t := strings.TrimSpace(full); strings.HasPrefix(t, "//") {
 		full = strings.Replace(full, "//", "/", 1)
 		text = strings.Replace(text, "//", "/", 1)
+	}
+	if strings.Contains(text, "@@") {
+		text, full = unescapeAt(text), unescapeAt(full)
 	}
 	m.pushHistory(historyEntry{Text: text, Pastes: present})
 	m.ed.clear()
