@@ -38,8 +38,9 @@ const offsetAlign = ConstantOffsetAlign
 // autorelease pool that made it; Flush waits for it and releases it, so
 // a token costs one command buffer and one wait.
 //
-// Weight buffers (mapped checkpoint windows, copied weights) and parameter
-// buffers are untracked (MTLResourceHazardTrackingModeUntracked): the GPU
+// Weight buffers (mapped checkpoint windows, the weight heap Backend packs
+// computed weights into, copied weights) and parameter buffers are
+// untracked (MTLResourceHazardTrackingModeUntracked): the GPU
 // only reads them, so Metal need not order work by them. Activations stay
 // tracked, which orders one token's command buffer after the previous
 // one's writes. Command buffers do not retain what they use
@@ -83,6 +84,7 @@ var (
 	_ gpu.Driver        = (*Driver)(nil)
 	_ gpu.Planner       = (*Driver)(nil)
 	_ gpu.MappedWeights = (*Driver)(nil)
+	_ gpu.WeightHeap    = (*Driver)(nil)
 )
 
 // buffer is the gpu.Buf of this driver. mapped marks the no-copy windows
@@ -90,6 +92,7 @@ var (
 type buffer struct {
 	b      Buffer
 	mapped bool
+	mem    []byte // Contents of a weight heap buffer (NewWeightBuffer)
 }
 
 // region is one mapped weight file and the no-copy windows over it.
@@ -275,11 +278,36 @@ func (d *Driver) NewWeights(data []byte) (gpu.Buf, error) {
 	return &buffer{b: b}, nil
 }
 
-// Release frees a buffer from NewBuffer or NewWeights.
+// NewWeightBuffer returns a shared, untracked buffer that Backend packs
+// uploaded weights into, so a fused launch binds them through one slot.
+func (d *Driver) NewWeightBuffer(size int64) (gpu.Buf, error) {
+	b, err := d.dev.NewBuffer(int(size), StorageShared|HazardUntracked)
+	if err != nil {
+		return nil, fmt.Errorf("metal: weight buffer of %d bytes: %w", size, err)
+	}
+	return &buffer{b: b, mem: unsafe.Slice((*byte)(b.Contents()), size)}, nil
+}
+
+// WriteWeights copies data into a weight buffer at byte offset off
+// (unified memory: through its contents; Backend writes only while no
+// command buffer runs).
+func (d *Driver) WriteWeights(dst gpu.Buf, off int64, data []byte) error {
+	mb, ok := dst.(*buffer)
+	if !ok || mb.b == nil || mb.mem == nil {
+		return errors.New("metal: weights into a buffer NewWeightBuffer did not make")
+	}
+	if off < 0 || off+int64(len(data)) > int64(len(mb.mem)) {
+		return fmt.Errorf("metal: %d bytes of weights at %d overflow a %d-byte buffer", len(data), off, len(mb.mem))
+	}
+	copy(mb.mem[off:], data)
+	return nil
+}
+
+// Release frees a buffer from NewBuffer, NewWeights or NewWeightBuffer.
 func (d *Driver) Release(b gpu.Buf) {
 	if mb, ok := b.(*buffer); ok && mb.b != nil && !mb.mapped {
 		mb.b.Release()
-		mb.b = nil
+		mb.b, mb.mem = nil, nil
 	}
 }
 

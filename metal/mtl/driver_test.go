@@ -236,3 +236,32 @@ func TestParamStructSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightHeap: weights written into a weight buffer land at their
+// offset; a write past its end or into another kind of buffer fails.
+func TestWeightHeap(t *testing.T) {
+	d, err := Open(&nop{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	w, err := d.NewWeightBuffer(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteWeights(w, 256, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.(*buffer).mem[256:259]; got[0] != 1 || got[2] != 3 {
+		t.Errorf("weights read back %v", got)
+	}
+	if err := d.WriteWeights(w, 1020, make([]byte, 8)); err == nil {
+		t.Error("a write past the buffer: want an error")
+	}
+	act, _, _ := d.NewBuffer(64)
+	if err := d.WriteWeights(act, 0, []byte{1}); err == nil {
+		t.Error("weights into an activation buffer: want an error")
+	}
+	d.Release(w)
+	d.Release(act)
+}
