@@ -38,17 +38,24 @@
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //
-// Numerics. Decode (n < 4 x rows) rounds x to int16 per quantization group
-// (x ≈ sx·xq, sx = max|x_g|/32767, so each element moves by at most
-// max|x_g|/65534, plus float32 rounding of x·32767/max under 2^-9 of a
-// step) and forms exact integer dots; the result is Σ_g s_g·sx_g·(Σ q·xq)
-// + b_g·(Σ x). The tests allow exactly this on top of float tolerance
-// (quantSlack). Prefill (n >= 4) keeps x in float32: AVX-512 dequantizes
+// Numerics. Decode (n < 4 x rows, and rows left over after blocks of
+// four) splits x into two int16 limbs, x ≈ sx·(hi + lo/32768) with
+// |lo| <= 16384 (AVX2: one power-of-two sx per row, |x/sx| < 2^14;
+// AVX-512: sx = max|x_g|/32767 per group), so an element is off by at
+// most sx/65536 plus float32 rounding, and forms exact integer dots of
+// both limbs: Σ_g s_g·sx·(Σ q·hi + 2^-15·Σ q·lo) + b_g·(Σ x), MLX's
+// affine formula, as precise as float32 arithmetic. (Rounding x to one
+// int16 per group moved each element by up to max|x_g|/65534, which
+// activation outliers made 1e-4 of a product and 2.6e-3 of Gemma 3n's
+// logits.) The tests hold every level to float32 error against float64
+// arithmetic on independently dequantized weights, with outliers in x
+// (quant_ref_test.go). Prefill (n >= 4) keeps x in float32: AVX-512 dequantizes
 // tiles of weights that fit in L2 to float32 (w = s·q + b) and multiplies
 // them by FMA, from 16 x rows on with x transposed once into panels of 16
 // rows so a 12x32 register block broadcasts each weight over two panels
 // (no horizontal sums), below that with a 4x5 block of dot products; AVX2
-// accumulates Σ q·x per group in float. Tile rows and panels are padded
+// accumulates Σ q·x per group in float (low nibbles masked: multiplying
+// whole bytes and cancelling 16·hi later lost four bits a product). Tile rows and panels are padded
 // by 64 bytes: at power-of-two strides they all map to one L1 set. (An int16 prefill with
 // VPDPWSSD ran at 229/344 GFLOP/s on 1/2 cores but moved Gemma 3n prompt
 // logits by ~1e-3, ten times the tolerance its tests hold, so it is not
@@ -57,9 +64,17 @@
 // AVX-512 decode layout. x is stored per 128-element block so that one
 // 64-byte load of weights lines up with whole vectors of x (xlayout.go);
 // 4-bit words are split into nibbles with one AND or shift each, 8-bit
-// words into bytes, and VPDPWSSD multiplies them with x. Four output rows
-// share each block of x; per-lane group factors come from VPERMPS over
-// s·sx computed per row. x itself is rounded and laid out in assembly.
+// words into bytes, and VPDPWSSD multiplies them with both limbs of x
+// (the lo limb 256 bytes after the hi one). Four output rows share each
+// block of x; per-lane group factors come from VPERMPS over s·sx computed
+// per row. x itself is split and laid out in assembly. Machines without
+// AVX-512 still check these kernels: emu512_amd64_test.go interprets the
+// generated assembly (exactly the instructions gen_kernels512.go emits,
+// with hardware rounding) against float64 references.
+//
+// AVX2 decode: rows go in pairs that share each load of x's limbs; codes
+// are widened to words (VPMOVZXBW, 4 bits masked and shifted) and
+// VPMADDWD forms the integer dots (kernels_amd64.s, q4h*/q8h*).
 //
 // Figures: AMD EPYC (Zen 5, ~3.6 GHz boost), 2 cores, best-of timings
 // because the machine is shared (load average 1-2 while these ran, so the

@@ -88,12 +88,12 @@ func cAddr(r, off int) string {
 func z(i int) string { return fmt.Sprintf("Z%d", i) }
 
 // Per-row vector registers: accumulator, loaded weights, unpacked codes,
-// integer dots.
+// integer dots with the hi and the lo limb of x.
 func acc(r int) string   { return z(4 + r) }
 func wreg(r int) string  { return z(8 + r) }
 func nreg(r int) string  { return z(12 + r) }
 func dreg(r int) string  { return z(16 + r) }
-func d2reg(r int) string { return z(20 + r) }
+func dlreg(r int) string { return z(20 + r) }
 
 // load emits the load of 64 weight bytes, masked with k in the tail block.
 func (g *gen) load(addr, dst string, k string) {
@@ -104,10 +104,13 @@ func (g *gen) load(addr, dst string, k string) {
 	g.f("\tVMOVDQU16.Z %s, %s, %s", addr, k, dst)
 }
 
-// scale converts the integer dots d of one row to float and adds them,
-// times each lane's group factor at c, to the row's accumulator.
-func (g *gen) scale(v variant, d, c string, r int) {
+// scale converts the integer dots d (hi limb) and dl (lo limb) of one row
+// to float, combines them as d + 2^-15·dl (Z29) and adds them, times each
+// lane's group factor at c, to the row's accumulator.
+func (g *gen) scale(v variant, d, dl, c string, r int) {
 	g.f("\tVCVTDQ2PS %s, %s", d, d)
+	g.f("\tVCVTDQ2PS %s, %s", dl, dl)
+	g.f("\tVFMADD231PS Z29, %s, %s", dl, d)
 	perm := (v.bits == 4 && v.gs < 128) || (v.bits == 8 && v.gs == 32)
 	if perm {
 		g.f("\tVPERMPS %s, Z30, Z24", c)
@@ -117,7 +120,9 @@ func (g *gen) scale(v variant, d, c string, r int) {
 	g.f("\tVFMADD231PS.BCST %s, %s, %s", c, d, acc(r))
 }
 
-// body emits one block for rows 0..R-1; tail selects masked loads.
+// body emits one block for rows 0..R-1; tail selects masked loads. Each
+// dot with a vector of x's hi limb (Z0-Z3) has its twin with the lo limb,
+// read from memory 256 bytes further on, into the lo dots (Z20-Z23).
 func (g *gen) body(v variant, R int, tail bool) {
 	k0, k1 := "", ""
 	if tail {
@@ -126,43 +131,55 @@ func (g *gen) body(v variant, R int, tail bool) {
 	for i := 0; i < 4; i++ {
 		g.f("\tVMOVDQU64 %d(BX), Z%d", 64*i, i)
 	}
+	// dot multiplies codes n with x vector i into d (first: VPMADDWD,
+	// which starts d) and the lo limb likewise into dl.
+	dot := func(first bool, i int, n, d, dl string) {
+		op := "VPDPWSSD"
+		if first {
+			op = "VPMADDWD"
+		}
+		g.f("\t%s Z%d, %s, %s", op, i, n, d)
+		g.f("\t%s %d(BX), %s, %s", op, 256+64*i, n, dl)
+	}
 	for r := 0; r < R; r++ {
-		w, n, d := wreg(r), nreg(r), dreg(r)
+		w, n, d, dl := wreg(r), nreg(r), dreg(r), dlreg(r)
 		if v.bits == 4 {
 			g.load(wAddr(r, 0), w, k0)
 			g.f("\tVPANDD Z31, %s, %s", w, n)
-			g.f("\tVPMADDWD Z0, %s, %s", n, d)
+			dot(true, 0, n, d, dl)
 			g.f("\tVPSRLW $4, %s, %s", w, n)
 			g.f("\tVPANDD Z31, %s, %s", n, n)
-			g.f("\tVPDPWSSD Z1, %s, %s", n, d)
+			dot(false, 1, n, d, dl)
 			g.f("\tVPSRLW $8, %s, %s", w, n)
 			g.f("\tVPANDD Z31, %s, %s", n, n)
-			g.f("\tVPDPWSSD Z2, %s, %s", n, d)
+			dot(false, 2, n, d, dl)
 			g.f("\tVPSRLW $12, %s, %s", w, n)
-			g.f("\tVPDPWSSD Z3, %s, %s", n, d)
+			dot(false, 3, n, d, dl)
 			continue
 		}
-		d2 := d2reg(r)
+		// 8 bits: the first 64 bytes hold elements 0-63 of the block, the
+		// second 64-127; below group 128 each half is scaled as soon as
+		// its dots are done, so the second half reuses the registers.
 		g.load(wAddr(r, 0), w, k0)
 		g.f("\tVPANDD Z31, %s, %s", w, n)
-		g.f("\tVPMADDWD Z0, %s, %s", n, d)
+		dot(true, 0, n, d, dl)
 		g.f("\tVPSRLW $8, %s, %s", w, n)
-		g.f("\tVPDPWSSD Z1, %s, %s", n, d)
+		dot(false, 1, n, d, dl)
+		if v.gs != 128 {
+			g.scale(v, d, dl, cAddr(r, 0), r)
+		}
 		g.load(wAddr(r, 64), w, k1)
 		g.f("\tVPANDD Z31, %s, %s", w, n)
-		if v.gs == 128 {
-			g.f("\tVPDPWSSD Z2, %s, %s", n, d)
-			d2 = d
-		} else {
-			g.f("\tVPMADDWD Z2, %s, %s", n, d2)
-		}
+		dot(v.gs != 128, 2, n, d, dl)
 		g.f("\tVPSRLW $8, %s, %s", w, n)
-		g.f("\tVPDPWSSD Z3, %s, %s", n, d2)
+		dot(false, 3, n, d, dl)
+		if v.gs != 128 {
+			g.scale(v, d, dl, cAddr(r, 4*(64/v.gs)), r)
+		}
 	}
 	for r := 0; r < R; r++ {
-		g.scale(v, dreg(r), cAddr(r, 0), r)
-		if v.bits == 8 && v.gs != 128 {
-			g.scale(v, d2reg(r), cAddr(r, 4*(64/v.gs)), r)
+		if v.bits == 4 || v.gs == 128 {
+			g.scale(v, dreg(r), dlreg(r), cAddr(r, 0), r)
 		}
 	}
 }
@@ -279,7 +296,7 @@ func (g *gen) pass(v variant, R int) {
 	g.f("\tADDQ $%d, R12", 64*lines)
 	g.f("\tADDQ $%d, AX", v.blockBytes())
 	g.f("\tADDQ $%d, DX", v.blockBytes())
-	g.f("\tADDQ $256, BX")
+	g.f("\tADDQ $512, BX")
 	g.f("\tADDQ $%d, R9", 4*v.gpb())
 	g.f("\tADDQ $%d, R11", 4*v.gpb())
 	g.f("\tDECQ SI")
@@ -345,6 +362,7 @@ func (g *gen) kernel(v variant) {
 	case v.bits == 4 && v.gs == 64, v.bits == 8 && v.gs == 32:
 		g.f("\tVMOVDQU64 idx8<>(SB), Z30")
 	}
+	g.f("\tVBROADCASTSS lo15<>(SB), Z29")
 	g.f("\tKMOVW %d(DI), K2", offGmask)
 	g.f("\tKMOVD %d(DI), K3", offWmask0)
 	g.f("\tKMOVD %d(DI), K4", offWmask1)
@@ -397,6 +415,7 @@ func (g *gen) quantizer(bits, gs int) {
 	g.f("\tVPBROADCASTD absmask<>(SB), Z31")
 	g.f("\tVMOVSS c32767<>(SB), X30")
 	g.f("\tVMOVSS fltmax<>(SB), X29")
+	g.f("\tVBROADCASTSS c32768<>(SB), Z28")
 	nidx := 4
 	if bits == 8 {
 		nidx = 2
@@ -444,41 +463,63 @@ func (g *gen) quantizer(bits, gs int) {
 		g.f("\tVMOVSS X12, (R8)(R10*1)")
 		g.f("\tVMOVSS X9, 64(R8)(R10*1)")
 		g.f("\tINCQ R9")
+		// hi = round(t) with t = x·inv, lo = round((t - hi)·32768); t - hi
+		// is exact, so x = sx·(hi + lo/32768) within sx/65536.
 		for i := z0; i < z0+nz; i++ {
 			g.f("\tVMULPS Z13, Z%d, Z%d", i, i)
-			g.f("\tVCVTPS2DQ Z%d, Z%d", i, i)
+			g.f("\tVCVTPS2DQ Z%d, Z26", i)
+			g.f("\tVCVTDQ2PS Z26, Z27")
+			g.f("\tVSUBPS Z27, Z%d, Z27", i)
+			g.f("\tVMOVDQA64 Z26, Z%d", i)
+			g.f("\tVMULPS Z28, Z27, Z27")
+			g.f("\tVCVTPS2DQ Z27, %s", xzLoReg(i))
 		}
 	}
-	for i := 0; i < 8; i += 2 {
-		g.f("\tVPACKSSDW Z%d, Z%d, Z%d", i+1, i, i)
-	}
-	if bits == 4 {
-		for k := 0; k < 4; k++ {
-			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
-			g.f("\tVPERMI2W Z2, Z0, Z8")
-			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
-			g.f("\tVPERMI2W Z6, Z4, Z9")
-			g.f("\tVINSERTI64X4 $1, Y9, Z8, Z8")
-			g.f("\tVMOVDQU64 Z8, %d(DI)", 64*k)
-		}
-	} else {
-		for k := 0; k < 2; k++ {
-			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
-			g.f("\tVPERMI2W Z2, Z0, Z8")
-			g.f("\tVMOVDQU64 Z8, %d(DI)", 64*k)
-			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
-			g.f("\tVPERMI2W Z6, Z4, Z9")
-			g.f("\tVMOVDQU64 Z9, %d(DI)", 64*(2+k))
-		}
-	}
+	hi := []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}
+	lo := []string{xzLoReg(0), xzLoReg(1), xzLoReg(2), xzLoReg(3), xzLoReg(4), xzLoReg(5), xzLoReg(6), xzLoReg(7)}
+	g.xzPack(bits, hi, 0)
+	g.xzPack(bits, lo, 256)
 	g.f("\tADDQ $512, SI")
-	g.f("\tADDQ $256, DI")
+	g.f("\tADDQ $512, DI")
 	g.f("\tDECQ CX")
 	g.f("\tJNZ blk")
 	g.f("done:")
 	g.f("\tVZEROUPPER")
 	g.f("\tRET")
 	g.f("")
+}
+
+// xzLoReg holds the lo limb of vector i (0-7) of a block in the
+// quantizer.
+func xzLoReg(i int) string {
+	return []string{"Z14", "Z15", "Z16", "Z17", "Z18", "Z19", "Z24", "Z25"}[i]
+}
+
+// xzPack packs the eight int32 vectors v of one limb of a block to words
+// and stores them, permuted to the block layout, at off(DI).
+func (g *gen) xzPack(bits int, v []string, off int) {
+	for i := 0; i < 8; i += 2 {
+		g.f("\tVPACKSSDW %s, %s, %s", v[i+1], v[i], v[i])
+	}
+	if bits == 4 {
+		for k := 0; k < 4; k++ {
+			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
+			g.f("\tVPERMI2W %s, %s, Z8", v[2], v[0])
+			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
+			g.f("\tVPERMI2W %s, %s, Z9", v[6], v[4])
+			g.f("\tVINSERTI64X4 $1, Y9, Z8, Z8")
+			g.f("\tVMOVDQU64 Z8, %d(DI)", off+64*k)
+		}
+		return
+	}
+	for k := 0; k < 2; k++ {
+		g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
+		g.f("\tVPERMI2W %s, %s, Z8", v[2], v[0])
+		g.f("\tVMOVDQU64 Z8, %d(DI)", off+64*k)
+		g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
+		g.f("\tVPERMI2W %s, %s, Z9", v[6], v[4])
+		g.f("\tVMOVDQU64 Z9, %d(DI)", off+64*(2+k))
+	}
 }
 
 // dequant emits dqz{bits}(w *byte, s, b, dst *float32, groups, steps
@@ -711,12 +752,14 @@ func main() {
 	g.f("")
 	g.f("#include \"textflag.h\"")
 	g.f("")
-	g.f("// AVX-512 (BW, VNNI) decode kernels: see simd512_amd64.go for the")
+	g.f("// AVX-512 (BW, VNNI) decode kernels: see xlayout.go for the")
 	g.f("// layouts. Registers: DI args, AX/DX weight rows 0 and 2 (R14 the row")
 	g.f("// stride), BX x blocks then bias rows, SI block counter or scale row,")
 	g.f("// R8 dst, R9/R11 c rows 0 and 3 (R10 the c row stride), R12 prefetch")
 	g.f("// cursor or c row, R13 scale row of the pass, CX rows left; Z0-Z3 one")
-	g.f("// block of x, Z4-Z7 row accumulators, Z30 lane-to-group index, Z31")
+	g.f("// block of x (hi limb; the lo limb is read from memory), Z4-Z7 row")
+	g.f("// accumulators, Z16-Z23 integer dots (hi, lo), Z29 2^-15, Z30")
+	g.f("// lane-to-group index, Z31")
 	g.f("// code mask.")
 	g.f("")
 	g.f("DATA nib4<>+0(SB)/2, $0x000f")
@@ -739,6 +782,10 @@ func main() {
 	g.f("GLOBL c32767<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA fltmax<>+0(SB)/4, $0x7f7fffff")
 	g.f("GLOBL fltmax<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA lo15<>+0(SB)/4, $0x38000000") // 2^-15
+	g.f("GLOBL lo15<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA c32768<>+0(SB)/4, $0x47000000") // 32768.0
+	g.f("GLOBL c32768<>(SB), RODATA|NOPTR, $4")
 	// VPERMI2W indices of the x layout: for 4 bits, vector k takes
 	// elements 4j+k (j < 16 from each pair of packed vectors); for 8 bits,
 	// elements 2j+k (j < 32).

@@ -7,17 +7,20 @@
 // elements as [8 even][8 odd] so low and high nibbles of 8 bytes line up
 // with two vectors of x. A "step" consumes 16 elements of a row and 64
 // bytes of x; a group has steps = groupSize/16 of them (2, 4 or 8).
-// (The 4-bit x layout is refined further: see DEC4.)
 
 DATA wmask<>+0(SB)/2, $0x000f
 GLOBL wmask<>(SB), RODATA|NOPTR, $2
+DATA nibd2<>+0(SB)/4, $0x0000000f
+GLOBL nibd2<>(SB), RODATA|NOPTR, $4
 
 #define HSUM(y, x, xt) VEXTRACTF128 $1, y, xt; VADDPS xt, x, x; VHADDPS x, x, x; VHADDPS x, x, x
 
-// 4-bit decode of 8 bytes at wo(AX): whole bytes (16·hi+lo) -> wa, high
-// nibbles -> wb. Paired with x laid out as [even] and [odd - 16·even] this
-// gives lo·even + hi·odd without masking the low nibble.
-#define DEC4(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPSRLD $4, wa, wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
+// 4-bit decode of 8 bytes at wo(AX): low nibbles -> wa, high nibbles ->
+// wb (Y15 holds the dword mask 15). Masking costs one instruction per 8
+// bytes; multiplying whole bytes by the even x and subtracting 16·even
+// from the odd x instead cancelled a 16 times larger term and lost four
+// bits of every product.
+#define DEC4(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPSRLD $4, wa, wb; VPAND Y15, wa, wa; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
 
 // 8-bit decode of 16 bytes at wo(AX): bytes 0-7 -> wa, bytes 8-15 -> wb.
 #define DEC8(wo, wa, wb) VPMOVZXBD wo(AX), wa; VPMOVZXBD wo+8(AX), wb; VCVTDQ2PS wa, wa; VCVTDQ2PS wb, wb
@@ -33,79 +36,149 @@ GLOBL wmask<>(SB), RODATA|NOPTR, $2
 	VFMADD231PS (DX)(R14*1), wa, Y6; \
 	VFMADD231PS 32(DX)(R14*1), wb, Y7
 
-// Bias part of the single-row kernels: Y0 += Σ_g b_g·xs_g over gpad
-// groups (R8 biases row, R9 xs, R13 gpad).
-#define Q1BIASSETUP XORQ CX, CX
+// Two-level integer single-row kernels (decode). x is split per row into
+// int16 limbs, x ≈ sx·(hi + lo/32768) with sx a power of two chosen so
+// that |x/sx| < 2^14 (xsplit4AVX / xsplit8AVX): hi = round(x/sx) and lo =
+// round((x/sx - hi)·32768), |lo| <= 16384, so an element is off by at
+// most sx/65536 = max|x|/2^29 or less, below float32 rounding of the
+// products. Codes are widened to int16 and VPMADDWD forms exact integer
+// dots of both limbs, converted to float once per group and multiplied by
+// the group's scale: Σ_g s_g·(Σ q·hi + 2^-15·Σ q·lo), times sx, plus
+// Σ_g b_g·(Σ x). Per 32 elements x holds 128 bytes: hi of the elements
+// that line up with the low nibbles (4 bits: the 16 even ones) or the
+// first 16 bytes (8 bits), hi of the others, then lo of both likewise.
+// Sums cannot overflow: at most 64 products of 255·16384 per int32 lane
+// and group. Rows go in pairs that share each load of x, then one odd
+// row alone.
+// Registers: DI weight row (pair), SI/DX scales of rows 0/1, R8 biases
+// of row 0, R9 xs, R12 dst, R10 groups, R13 gpad, R14 wstride, AX and R11
+// weight cursors of rows 0 and 1 (R11 the biases of row 1 after the
+// groups), R9 the prefetch distance pf in bytes (xs after the groups),
+// BX x cursor, CX group index; Y0-Y3 integer dots (hi,
+// lo of row 0, hi, lo of row 1), Y4-Y7 float totals likewise, Y8-Y11
+// widened codes, Y12-Y13 scratch, Y14 2^-15, Y15 nibble mask.
 
-#define Q1BIASBODY \
-	VMOVUPS (R8)(CX*4), Y5; \
-	VFMADD231PS (R9)(CX*4), Y5, Y0; \
-	ADDQ $8, CX; \
-	CMPQ CX, R13
+DATA lo15<>+0(SB)/4, $0x38000000
+GLOBL lo15<>(SB), RODATA|NOPTR, $4
 
+// Widen 32 codes of row 0 (at wo(AX)) or row 1 (at wo(R11)) to two
+// vectors of 16 words: 4 bits low nibbles / high nibbles, 8 bits bytes
+// 0-15 / 16-31.
+#define H4R0(wo) VPMOVZXBW wo(AX), Y8; VPSRLW $4, Y8, Y9; VPAND Y15, Y8, Y8
+#define H4R1(wo) VPMOVZXBW wo(R11), Y10; VPSRLW $4, Y10, Y11; VPAND Y15, Y10, Y10
+#define H8R0(wo) VPMOVZXBW wo(AX), Y8; VPMOVZXBW wo+16(AX), Y9
+#define H8R1(wo) VPMOVZXBW wo(R11), Y10; VPMOVZXBW wo+16(R11), Y11
 
-// Integer single-row kernels (decode): x is quantized per group to int16
-// (x ≈ sx·xq with sx = max|x|/32767), codes are widened to int16 and
-// VPMADDWD forms exact integer partial dots, converted to float once per
-// group and scaled by s·sx. About half the vector work of the float path,
-// which decode needs to keep up with memory. For 4 bits, x is laid out
-// per 32 elements as [16 even][16 odd] to match low and high nibbles of
-// 16 packed bytes; for 8 bits it is in natural order. Sums cannot
-// overflow: at most 16 products of 255·32767 per int32 lane and group.
-// Registers: DI weight row, SI scales row, R8 biases row, R9 xs, R11 sx
-// (one float per group), R12 dst, R10 groups, R13 gpad, AX weight cursor,
-// BX x cursor, CX group index, Y0 row total.
-#define I4FIRST(wo, xo) VPMOVZXBW wo(AX), Y8; VPSRLW $4, Y8, Y9; VPAND Y15, Y8, Y8; VPMADDWD xo(BX), Y8, Y1; VPMADDWD xo+32(BX), Y9, Y2
-#define I4NEXT(wo, xo) VPMOVZXBW wo(AX), Y10; VPSRLW $4, Y10, Y11; VPAND Y15, Y10, Y10; VPMADDWD xo(BX), Y10, Y10; VPMADDWD xo+32(BX), Y11, Y11; VPADDD Y10, Y1, Y1; VPADDD Y11, Y2, Y2
-#define I8FIRST(wo, xo, acc) VPMOVZXBW wo(AX), Y8; VPMADDWD xo(BX), Y8, acc
-#define I8NEXT(wo, xo, acc) VPMOVZXBW wo(AX), Y10; VPMADDWD xo(BX), Y10, Y10; VPADDD Y10, acc, acc
+// Dots of two widened vectors a, b with the 32 elements of x at xo(BX):
+// HF starts a group's integer sums h (hi) and l (lo), HN adds to them.
+#define HF(xo, a, b, h, l) \
+	VPMADDWD xo(BX), a, h; VPMADDWD xo+32(BX), b, Y12; VPADDD Y12, h, h; \
+	VPMADDWD xo+64(BX), a, l; VPMADDWD xo+96(BX), b, Y13; VPADDD Y13, l, l
+#define HN(xo, a, b, h, l) \
+	VPMADDWD xo(BX), a, Y12; VPADDD Y12, h, h; VPMADDWD xo+32(BX), b, Y13; VPADDD Y13, h, h; \
+	VPMADDWD xo+64(BX), a, Y12; VPADDD Y12, l, l; VPMADDWD xo+96(BX), b, Y13; VPADDD Y13, l, l
 
-#define IG4_32 I4FIRST(0, 0)
-#define IG4_64 IG4_32; I4NEXT(16, 64)
-#define IG4_128 IG4_64; I4NEXT(32, 128); I4NEXT(48, 192)
-#define IG8_32 I8FIRST(0, 0, Y1); I8FIRST(16, 32, Y2)
-#define IG8_64 IG8_32; I8NEXT(32, 64, Y1); I8NEXT(48, 96, Y2)
-#define IG8_128 IG8_64; I8NEXT(64, 128, Y1); I8NEXT(80, 160, Y2); I8NEXT(96, 192, Y1); I8NEXT(112, 224, Y2)
+// One 32-element step for both rows of a pair or for row 0 alone.
+#define P4F(wo, xo) H4R0(wo); H4R1(wo); HF(xo, Y8, Y9, Y0, Y1); HF(xo, Y10, Y11, Y2, Y3)
+#define P4N(wo, xo) H4R0(wo); H4R1(wo); HN(xo, Y8, Y9, Y0, Y1); HN(xo, Y10, Y11, Y2, Y3)
+#define P8F(wo, xo) H8R0(wo); H8R1(wo); HF(xo, Y8, Y9, Y0, Y1); HF(xo, Y10, Y11, Y2, Y3)
+#define P8N(wo, xo) H8R0(wo); H8R1(wo); HN(xo, Y8, Y9, Y0, Y1); HN(xo, Y10, Y11, Y2, Y3)
+#define S4F(wo, xo) H4R0(wo); HF(xo, Y8, Y9, Y0, Y1)
+#define S4N(wo, xo) H4R0(wo); HN(xo, Y8, Y9, Y0, Y1)
+#define S8F(wo, xo) H8R0(wo); HF(xo, Y8, Y9, Y0, Y1)
+#define S8N(wo, xo) H8R0(wo); HN(xo, Y8, Y9, Y0, Y1)
 
-#define QIENTRY \
+// End of a group: float totals += s_g · dots, for a pair or one row.
+#define HSCALE2 \
+	VCVTDQ2PS Y0, Y0; VCVTDQ2PS Y1, Y1; VBROADCASTSS (SI)(CX*4), Y12; \
+	VFMADD231PS Y12, Y0, Y4; VFMADD231PS Y12, Y1, Y5; \
+	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y3, Y3; VBROADCASTSS (DX)(CX*4), Y13; \
+	VFMADD231PS Y13, Y2, Y6; VFMADD231PS Y13, Y3, Y7
+#define HSCALE1 \
+	VCVTDQ2PS Y0, Y0; VCVTDQ2PS Y1, Y1; VBROADCASTSS (SI)(CX*4), Y12; \
+	VFMADD231PS Y12, Y0, Y4; VFMADD231PS Y12, Y1, Y5
+
+#define HENTRY \
 	MOVQ w+0(FP), DI; \
 	MOVQ s+8(FP), SI; \
 	MOVQ b+16(FP), R8; \
-	MOVQ sx+32(FP), R11; \
-	MOVQ xs+40(FP), R9; \
-	MOVQ dst+48(FP), R12; \
-	MOVQ groups+64(FP), R10; \
-	MOVQ gpad+72(FP), R13; \
-	VPBROADCASTW wmask<>(SB), Y15
+	MOVQ dst+40(FP), R12; \
+	MOVQ groups+56(FP), R10; \
+	MOVQ gpad+64(FP), R13; \
+	MOVQ wstride+72(FP), R14; \
+	VPBROADCASTW wmask<>(SB), Y15; \
+	VBROADCASTSS lo15<>(SB), Y14
 
-#define QIROW \
+// Start of a pass: cursors to the first group, totals zero.
+#define HSTART2 \
 	MOVQ DI, AX; \
 	MOVQ xq+24(FP), BX; \
-	VXORPS Y0, Y0, Y0; \
+	LEAQ (SI)(R13*4), DX; \
+	LEAQ (AX)(R14*1), R11; \
+	MOVQ pf+88(FP), R9; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	XORQ CX, CX
+#define HSTART1 \
+	MOVQ DI, AX; \
+	MOVQ xq+24(FP), BX; \
+	MOVQ pf+88(FP), R9; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
 	XORQ CX, CX
 
-#define QISCALE(wadv, xadv) \
-	PREFETCHT0 1024(AX); \
-	VPADDD Y2, Y1, Y1; \
-	VCVTDQ2PS Y1, Y1; \
-	VBROADCASTSS (SI)(CX*4), Y5; \
-	VBROADCASTSS (R11)(CX*4), Y6; \
-	VMULPS Y6, Y5, Y5; \
-	VFMADD231PS Y5, Y1, Y0; \
+// Group loop step: advance the cursors by wadv weight and xadv x bytes.
+#define HNEXT(wadv, xadv) \
 	ADDQ $wadv, AX; \
+	ADDQ $wadv, R11; \
 	ADDQ $xadv, BX; \
 	INCQ CX; \
 	CMPQ CX, R10
 
-#define QISTORE \
-	HSUM(Y0, X0, X1); \
-	VMOVSS X0, (R12); \
-	ADDQ $4, R12; \
-	ADDQ wstride+80(FP), DI; \
-	LEAQ (SI)(R13*4), SI; \
-	LEAQ (R8)(R13*4), R8; \
-	DECQ rows+56(FP)
-
+// End of a pass: total = sx·(hi + 2^-15·lo) + Σ_g b_g·xs_g (over gpad,
+// the padding groups have zero biases and sums), stored to dst.
+#define HEND2 \
+	VFMADD231PS Y14, Y5, Y4; \
+	VFMADD231PS Y14, Y7, Y6; \
+	VBROADCASTSS sx+80(FP), Y12; \
+	VMULPS Y12, Y4, Y4; \
+	VMULPS Y12, Y6, Y6; \
+	LEAQ (R8)(R13*4), R11; \
+	MOVQ xs+32(FP), R9; \
+	XORQ CX, CX
+#define HBIAS2 \
+	VMOVUPS (R9)(CX*4), Y13; \
+	VFMADD231PS (R8)(CX*4), Y13, Y4; \
+	VFMADD231PS (R11)(CX*4), Y13, Y6; \
+	ADDQ $8, CX; \
+	CMPQ CX, R13
+#define HSTORE2 \
+	VHADDPS Y6, Y4, Y4; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	VHADDPS X4, X4, X4; \
+	VMOVLPS X4, (R12); \
+	ADDQ $8, R12; \
+	LEAQ (DI)(R14*2), DI; \
+	LEAQ (SI)(R13*8), SI; \
+	LEAQ (R8)(R13*8), R8; \
+	SUBQ $2, rows+48(FP)
+#define HEND1 \
+	VFMADD231PS Y14, Y5, Y4; \
+	VBROADCASTSS sx+80(FP), Y12; \
+	VMULPS Y12, Y4, Y4; \
+	MOVQ xs+32(FP), R9; \
+	XORQ CX, CX
+#define HBIAS1 \
+	VMOVUPS (R9)(CX*4), Y13; \
+	VFMADD231PS (R8)(CX*4), Y13, Y4; \
+	ADDQ $8, CX; \
+	CMPQ CX, R13
+#define HSTORE1 \
+	HSUM(Y4, X4, X5); \
+	VMOVSS X4, (R12)
 
 // Tail of the 4-row kernels, in three parts around the bias loop label:
 // add Σ_g b_g·xs[r][g] to Y8..Y11, reduce, store the four results and
@@ -179,134 +252,306 @@ GLOBL wmask<>(SB), RODATA|NOPTR, $2
 	VXORPS Y11, Y11, Y11; \
 	XORQ CX, CX
 
-// func q4x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q4x1i32(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q4h32(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG4_32
-	QISCALE(16, 64)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P4F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(16, 128)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(16, 128)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
 
-// func q4x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q4x1i64(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q4h64(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG4_64
-	QISCALE(32, 128)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P4F(0, 0)
+	P4N(16, 128)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(32, 256)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	S4N(16, 128)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(32, 256)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
 
-// func q4x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q4x1i128(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q4h128(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG4_128
-	QISCALE(64, 256)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P4F(0, 0)
+	P4N(16, 128)
+	P4N(32, 256)
+	P4N(48, 384)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(64, 512)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	S4N(16, 128)
+	S4N(32, 256)
+	S4N(48, 384)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(64, 512)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
 
-// func q8x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q8x1i32(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q8h32(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG8_32
-	QISCALE(32, 64)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P8F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(32, 128)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(32, 128)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
 
-// func q8x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q8x1i64(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q8h64(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG8_64
-	QISCALE(64, 128)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P8F(0, 0)
+	P8N(32, 128)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(64, 256)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	S8N(32, 128)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(64, 256)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
 
-// func q8x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
-TEXT ·q8x1i128(SB), NOSPLIT, $0-88
-	QIENTRY
+// func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+TEXT ·q8h128(SB), NOSPLIT, $0-96
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
 
-row:
-	QIROW
+pair:
+	HSTART2
 
-group:
-	IG8_128
-	QISCALE(128, 256)
-	JLT group
-	Q1BIASSETUP
+group2:
+	P8F(0, 0)
+	P8N(32, 128)
+	P8N(64, 256)
+	P8N(96, 384)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2
+	HNEXT(128, 512)
+	JLT group2
+	HEND2
 
-bias:
-	Q1BIASBODY
-	JLT bias
-	QISTORE
-	JNZ row
+bias2:
+	HBIAS2
+	JLT bias2
+	HSTORE2
+	CMPQ rows+48(FP), $2
+	JGE  pair
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	S8N(32, 128)
+	S8N(64, 256)
+	S8N(96, 384)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1
+	HNEXT(128, 512)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET
-
 // func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
 TEXT ·q4x4(SB), NOSPLIT, $0-112
+	VPBROADCASTD nibd2<>(SB), Y15
 	MOVQ w+0(FP), DI
 	MOVQ s+8(FP), SI
 	MOVQ b+16(FP), R8
@@ -676,5 +921,135 @@ done:
 	MOVQ   out+32(FP), AX
 	VMOVSS X0, (AX)
 	VMOVSS X8, 4(AX)
+	VZEROUPPER
+	RET
+
+// The x splitters of the two-level decode kernels (see above).
+DATA absmask2<>+0(SB)/4, $0x7fffffff
+GLOBL absmask2<>(SB), RODATA|NOPTR, $4
+DATA c32768<>+0(SB)/4, $0x47000000
+GLOBL c32768<>(SB), RODATA|NOPTR, $4
+
+// func xstatsAVX(x, xs *float32, groups, gs int) float32   (gs a multiple of 8)
+// xs[g] = Σ x over group g; returns max |x| (not reliable for NaN: callers
+// check the sums, which a NaN or Inf makes non-finite).
+TEXT ·xstatsAVX(SB), NOSPLIT, $0-36
+	MOVQ x+0(FP), SI
+	MOVQ xs+8(FP), DI
+	MOVQ groups+16(FP), CX
+	MOVQ gs+24(FP), DX
+	SHRQ $3, DX
+	VBROADCASTSS absmask2<>(SB), Y15
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ   done
+
+grp:
+	VXORPS Y0, Y0, Y0
+	MOVQ DX, R8
+
+vec:
+	VMOVUPS (SI), Y2
+	VADDPS  Y2, Y0, Y0
+	VANDPS  Y15, Y2, Y2
+	VMAXPS  Y2, Y3, Y3
+	ADDQ    $32, SI
+	DECQ    R8
+	JNZ     vec
+	HSUM(Y0, X0, X1)
+	VMOVSS X0, (DI)
+	ADDQ   $4, DI
+	DECQ   CX
+	JNZ    grp
+
+done:
+	VEXTRACTF128 $1, Y3, X4
+	VMAXPS       X4, X3, X3
+	VPERMILPS    $0x4e, X3, X4
+	VMAXPS       X4, X3, X3
+	VPERMILPS    $0xb1, X3, X4
+	VMAXPS       X4, X3, X3
+	VMOVSS       X3, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// Split four vectors of x (Y0-Y3) into limbs: hi = round(x·scale) (Y4-Y7),
+// lo = round((x·scale - hi)·32768) (Y0-Y3), as int32.
+#define XSPLIT4 \
+	VMULPS Y15, Y0, Y0; VMULPS Y15, Y1, Y1; VMULPS Y15, Y2, Y2; VMULPS Y15, Y3, Y3; \
+	VROUNDPS $0, Y0, Y4; VROUNDPS $0, Y1, Y5; VROUNDPS $0, Y2, Y6; VROUNDPS $0, Y3, Y7; \
+	VSUBPS Y4, Y0, Y0; VSUBPS Y5, Y1, Y1; VSUBPS Y6, Y2, Y2; VSUBPS Y7, Y3, Y3; \
+	VMULPS Y14, Y0, Y0; VMULPS Y14, Y1, Y1; VMULPS Y14, Y2, Y2; VMULPS Y14, Y3, Y3; \
+	VCVTPS2DQ Y0, Y0; VCVTPS2DQ Y1, Y1; VCVTPS2DQ Y2, Y2; VCVTPS2DQ Y3, Y3; \
+	VCVTPS2DQ Y4, Y4; VCVTPS2DQ Y5, Y5; VCVTPS2DQ Y6, Y6; VCVTPS2DQ Y7, Y7
+
+// Pack the limbs to words in element order of (Y0 Y1) and (Y2 Y3): 128
+// bytes at DI, hi of the first pair, hi of the second, lo likewise.
+#define XPACK \
+	VPACKSSDW Y5, Y4, Y8; VPERMQ $0xD8, Y8, Y8; VMOVDQU Y8, (DI); \
+	VPACKSSDW Y7, Y6, Y9; VPERMQ $0xD8, Y9, Y9; VMOVDQU Y9, 32(DI); \
+	VPACKSSDW Y1, Y0, Y8; VPERMQ $0xD8, Y8, Y8; VMOVDQU Y8, 64(DI); \
+	VPACKSSDW Y3, Y2, Y9; VPERMQ $0xD8, Y9, Y9; VMOVDQU Y9, 96(DI)
+
+// func xsplit8AVX(x *float32, xq *int16, n int, scale float32)   (n a multiple of 32)
+// Per 32 elements: hi of elements 0-15, of 16-31, then lo likewise.
+TEXT ·xsplit8AVX(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y15
+	VBROADCASTSS c32768<>(SB), Y14
+	SHRQ $5, CX
+	JZ   done
+
+loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	XSPLIT4
+	XPACK
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func xsplit4AVX(x *float32, xq *int16, n int, scale float32)   (n a multiple of 32)
+// Per 32 elements: hi of the 16 even elements, of the 16 odd ones, then lo
+// likewise (the low and high nibbles of 16 packed bytes).
+TEXT ·xsplit4AVX(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y15
+	VBROADCASTSS c32768<>(SB), Y14
+	SHRQ $5, CX
+	JZ   done
+
+loop:
+	VMOVUPS (SI), Y8
+	VMOVUPS 32(SI), Y9
+	VMOVUPS 64(SI), Y10
+	VMOVUPS 96(SI), Y11
+	VSHUFPS $0x88, Y9, Y8, Y0
+	VSHUFPS $0x88, Y11, Y10, Y1
+	VSHUFPS $0xDD, Y9, Y8, Y2
+	VSHUFPS $0xDD, Y11, Y10, Y3
+	VPERMPD $0xD8, Y0, Y0
+	VPERMPD $0xD8, Y1, Y1
+	VPERMPD $0xD8, Y2, Y2
+	VPERMPD $0xD8, Y3, Y3
+	XSPLIT4
+	XPACK
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  loop
+
+done:
 	VZEROUPPER
 	RET

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"mlxchat/tensor"
 )
@@ -111,12 +112,10 @@ func groupSums(sums, x []float32, n, in, gs, stride int) {
 // per row.
 const minGemmRows = 4
 
-// matmulQuant multiplies by an affine-quantized matrix. Each output row's
-// scales and biases are converted once; each group's codes are unpacked
-// once and dotted with every row of x.
+// matmulQuant multiplies by an affine-quantized matrix with the best
+// kernels this backend has for it.
 func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 	in, out, gs := w.In, w.Out, w.GroupSize
-	groups := in / gs
 	if b.avx512 && canAVX512(w) {
 		if n >= minGemmRows {
 			b.matmul512(dst, x, n, w)
@@ -128,9 +127,19 @@ func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 		return nil
 	}
 	if b.simd && (w.Bits == 4 || w.Bits == 8) && (gs == 32 || gs == 64 || gs == 128) {
-		b.matmulQuantSIMD(dst, x, n, w)
-		return nil
+		if b.matmulQuantSIMD(dst, x, n, w) {
+			return nil
+		}
 	}
+	return b.matmulQuantGo(dst, x, n, w)
+}
+
+// matmulQuantGo is the portable float path: each output row's scales and
+// biases are converted once, each group's codes unpacked once and dotted
+// with every row of x.
+func (b *Backend) matmulQuantGo(dst, x []float32, n int, w *tensor.Matrix) error {
+	in, out, gs := w.In, w.Out, w.GroupSize
+	groups := in / gs
 	xs := make([]float32, n*groups)
 	groupSums(xs, x, n, in, gs, groups)
 	b.pool.splitParts(out, 4, 4*b.threads, func(lo, hi int) {
@@ -221,55 +230,67 @@ func convertRange(dst []float32, t *tensor.Tensor, off int, simd bool) {
 }
 
 // permute16 lays out each block of 16 values of x for the 4-bit kernels:
-// the 8 even-indexed values e, then o-16·e for the 8 odd-indexed values o.
-// A packed byte holds an even element's code lo and an odd one's hi; the
-// kernels multiply the whole byte (16·hi+lo) by e and hi by o-16·e, which
-// sums to lo·e + hi·o without masking out the low nibble.
+// the 8 even-indexed values, then the 8 odd-indexed ones (a packed byte
+// holds an even element's code low and the next odd one's high).
 func permute16(p, x []float32) {
 	for blk := 0; blk+16 <= len(x); blk += 16 {
 		src := x[blk : blk+16 : blk+16]
 		dst := p[blk : blk+16 : blk+16]
 		for i := 0; i < 8; i++ {
 			dst[i] = src[2*i]
-			dst[8+i] = src[2*i+1] - 16*src[2*i]
+			dst[8+i] = src[2*i+1]
 		}
 	}
 }
 
 // matmulQuantSIMD is the AVX2 path for 4- and 8-bit weights with group
-// sizes 32, 64 or 128. Output rows are processed in tiles whose
-// packed weights stay in L2 while every block of four x rows passes over
-// them; scales and biases of a tile are converted to float32 once.
-func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
+// sizes 32, 64 or 128. Output rows are processed in tiles whose packed
+// weights stay in L2 while every block of four x rows passes over them
+// (float x, q4x4/q8x4); rows left over after the blocks of four, and
+// decode's single row, go through the two-level integer kernels. Scales
+// and biases of a tile are converted to float32 once. It returns false,
+// having written nothing, when a left-over row cannot be split into limbs
+// (an Inf or NaN in it, or max |x| below 2^-100): the float Go path takes
+// the call then.
+func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) bool {
 	in, out, gs := w.In, w.Out, w.GroupSize
 	groups := in / gs
 	gpad := (groups + 7) &^ 7
 	xsBuf := b.getZeroBuf(n * gpad)
 	defer b.putBuf(xsBuf)
 	xs := *xsBuf
-	groupSums(xs, x, n, in, gs, gpad)
-	xp := x
-	if w.Bits == 4 {
-		xpBuf := b.getBuf(len(x))
-		defer b.putBuf(xpBuf)
-		xp = *xpBuf
-		permute16(xp, x)
+	maxes := make([]float32, n)
+	for r := 0; r < n; r++ {
+		maxes[r] = xstatsSIMD(xs[r*gpad:r*gpad+groups], x[r*in:(r+1)*in], gs)
 	}
-	// Rows left over after blocks of four go through the int16 kernels.
+	rest := n % 4
 	var xq []int16
 	var sx []float32
-	if rest := n % 4; rest > 0 {
-		xq = make([]int16, n*in)
-		sxBuf := b.getBuf(n * groups)
-		defer b.putBuf(sxBuf)
-		sx = *sxBuf
-		for r := n - rest; r < n; r++ {
-			quantizeX16(xq[r*in:(r+1)*in], sx[r*groups:(r+1)*groups], x[r*in:(r+1)*in], gs, w.Bits == 4)
+	if rest > 0 {
+		xq = make([]int16, 2*rest*in)
+		sx = make([]float32, rest)
+		for i, r := 0, n-rest; r < n; i, r = i+1, r+1 {
+			scale, s, ok := splitScale(maxes[r], xs[r*gpad:r*gpad+groups])
+			if !ok {
+				return false
+			}
+			sx[i] = s
+			xsplitSIMD(xq[2*i*in:2*(i+1)*in], x[r*in:(r+1)*in], w.Bits, scale)
 		}
+	}
+	xp := x
+	if w.Bits == 4 && n >= 4 {
+		xpBuf := b.getBuf((n - rest) * in)
+		defer b.putBuf(xpBuf)
+		xp = *xpBuf
+		permute16(xp, x[:(n-rest)*in])
 	}
 	wstride := in * w.Bits / 8
 	steps := gs / 16
 	tile := min(max((256<<10)/wstride, 8), 1024)
+	// The two-level kernels prefetch whole pairs of rows at least
+	// splitPrefetch bytes ahead.
+	pf := (splitPrefetch + 2*wstride - 1) / (2 * wstride) * 2 * wstride
 	data := w.W.Data
 	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
 		rowsMax := min(tile, hi-lo)
@@ -290,12 +311,13 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 				qmat4SIMD(w.Bits, wp, &s[0], &bias[0], &xp[r*in], &xs[r*gpad], &dst[r*out+t0],
 					rows, groups, gpad, steps, wstride, out*4, in*4, gpad*4)
 			}
-			for ; r < n; r++ {
-				qmatIntSIMD(w.Bits, gs, wp, &s[0], &bias[0], &xq[r*in], &sx[r*groups], &xs[r*gpad], &dst[r*out+t0],
-					rows, groups, gpad, wstride)
+			for i := 0; r < n; i, r = i+1, r+1 {
+				qmatSplitSIMD(w.Bits, gs, wp, &s[0], &bias[0], &xq[2*i*in], &xs[r*gpad], &dst[r*out+t0],
+					rows, groups, gpad, wstride, sx[i], pf)
 			}
 		}
 	})
+	return true
 }
 
 // matmulDenseSIMD converts tiles of weight rows to float32 (F32 weights
@@ -347,45 +369,49 @@ func (b *Backend) matmulDenseSIMD(dst, x []float32, n int, w *tensor.Matrix) {
 	})
 }
 
-// quantizeX16 writes one row of x as int16 per group of gs values,
-// x ≈ sx[g]·xq, with sx[g] = max|x|/32767 over the group (0 for an all-zero
-// group). With interleave (4-bit weights) each block of 32 is laid out as
-// its 16 even-indexed values then its 16 odd-indexed ones.
-func quantizeX16(xq []int16, sx, x []float32, gs int, interleave bool) {
-	for g := range len(x) / gs {
-		blk := x[g*gs : (g+1)*gs]
-		var m float32
-		for _, v := range blk {
-			m = max(m, abs32(v))
-		}
-		var inv float32
-		sx[g] = 0
-		if m > 0 {
-			sx[g] = m / 32767
-			inv = 32767 / m
-		}
-		out := xq[g*gs : (g+1)*gs]
-		for i, v := range blk {
-			j := i
-			if interleave {
-				k := i & 31
-				j = i&^31 + (k&1)*16 + k>>1
-			}
-			out[j] = round16(v, inv)
+// splitPrefetch is how far ahead, in bytes, the two-level decode kernels
+// prefetch weights.
+const splitPrefetch = 4096
+
+// splitScale chooses the power-of-two scale of the two-level x split for
+// a row whose largest magnitude is mx: scale = 2^k with mx·scale in
+// [2^13, 2^14), so hi = round(x·scale) fits int16 with room to spare, and
+// sx = 1/scale. ok is false when the split cannot represent the row: mx
+// or a group sum (which an Inf or NaN makes non-finite) is not finite, or
+// mx is below 2^-100 but not zero. An all-zero row gets scale 1.
+func splitScale(mx float32, sums []float32) (scale, sx float32, ok bool) {
+	if mx == 0 {
+		return 1, 1, true
+	}
+	if math.IsInf(float64(mx), 0) || math.IsNaN(float64(mx)) || mx < 0x1p-100 {
+		return 0, 0, false
+	}
+	for _, s := range sums {
+		if math.IsInf(float64(s), 0) || math.IsNaN(float64(s)) {
+			return 0, 0, false
 		}
 	}
+	e := int(math.Float32bits(mx)>>23) - 127 // mx in [2^e, 2^(e+1))
+	k := 13 - e
+	return math.Float32frombits(uint32(k+127) << 23), math.Float32frombits(uint32(127-k) << 23), true
 }
 
-// round16 is v·inv rounded half away from zero, as an int16; callers scale
-// inv so that |v·inv| <= 32767.
-func round16(v, inv float32) int16 {
-	q := v * inv
-	if q >= 0 {
-		q += 0.5
-	} else {
-		q -= 0.5
+// xsplitGo is the portable form of the two-level x split (kernels_amd64.s
+// documents the layout): per 32 elements of x, 64 int16s of xq.
+func xsplitGo(xq []int16, x []float32, bits int, scale float32) {
+	for blk := 0; blk+32 <= len(x); blk += 32 {
+		out := xq[2*blk : 2*blk+64 : 2*blk+64]
+		for i, v := range x[blk : blk+32] {
+			j := i // 8 bits: natural order
+			if bits == 4 {
+				j = (i&1)*16 + i>>1 // even elements, then odd ones
+			}
+			t := v * scale
+			h := float32(math.RoundToEven(float64(t)))
+			out[j] = int16(h)
+			out[32+j] = int16(math.RoundToEven(float64((t - h) * 32768)))
+		}
 	}
-	return int16(int32(q))
 }
 
 func abs32(x float32) float32 {

@@ -27,7 +27,7 @@ type qzArgs struct {
 	w       unsafe.Pointer // packed weights of the first row
 	s       unsafe.Pointer // scales of the first row (BF16, F16 or F32)
 	bsoff   uintptr        // biases minus scales, in bytes (same dtype)
-	xq      unsafe.Pointer // x as int16 in the block layout (xzLayout)
+	xq      unsafe.Pointer // x as two int16 limbs in the block layout (xlayout.go)
 	sxs     unsafe.Pointer // per 16 groups: 16 x scales then 16 group sums
 	sxsEnd  uintptr        // sxs plus 128 bytes per full 16-group chunk
 	c       unsafe.Pointer // scratch: 4 rows of cstride bytes (+64 slack)
@@ -93,7 +93,7 @@ func xzq8g128(x *float32, xq *int16, sxs *float32, blocks int)
 func xzQuantize512(xq []int16, sxs []float32, x []float32, gs, bits int) {
 	blocks := len(x) / 128
 	if blocks > 0 {
-		_ = xq[blocks*128-1]
+		_ = xq[blocks*256-1]
 		_ = sxs[((blocks*128/gs)-1)/16*32+31]
 		q := xzq4g32
 		switch {
@@ -155,32 +155,52 @@ func canAVX512(w *tensor.Matrix) bool {
 }
 
 // matvec512 computes dst[o] = x·w[o] for one row x with the AVX-512
-// kernels: x is rounded to int16 per group (xzQuantize), each worker
+// kernels: x is split into two int16 limbs per group (xzQuantize), each worker
 // takes a range of output rows and the kernel runs four rows per pass so a
 // block of x is loaded once for four weight rows.
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
-	in, out, gs, bits := w.In, w.Out, w.GroupSize, w.Bits
+	in, gs, bits := w.In, w.GroupSize, w.Bits
 	groups := in / gs
-	chunks := (groups + 15) / 16
-	blocks := in / 128
-	tailElems := in % 128
-	xqLen := (in + 127) &^ 127
-
-	xqBuf := b.getBuf(xqLen / 2)
+	xqBuf := b.getBuf(xzLen(in) / 2)
 	defer b.putBuf(xqBuf)
-	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xqLen)
-	sxsBuf := b.getBuf(chunks * 32)
+	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
+	sxsBuf := b.getBuf(sxsLen(groups))
 	defer b.putBuf(sxsBuf)
 	sxs := *sxsBuf
 	xzQuantize512(xq, sxs, x, gs, bits)
+	a := qzSetup(w, xq, sxs)
+	kern := qzKernel(bits, gs)
+	b.pool.splitParts(w.Out, 16, 4*b.threads, func(lo, hi int) {
+		cBuf := b.getBuf(qzScratchLen(a))
+		defer b.putBuf(cBuf)
+		t := qzRange(a, w, lo, hi, *cBuf, dst)
+		kern(&t)
+	})
+}
 
+// xzLen is the int16 length of x in the block layout for rows of in: two
+// limbs of each 128-element block.
+func xzLen(in int) int { return 2 * ((in + 127) &^ 127) }
+
+// sxsLen is the float length of the per-group x factors for groups.
+func sxsLen(groups int) int { return (groups + 15) / 16 * 32 }
+
+// qzScratchLen is the float length of a worker's c buffer for a.
+func qzScratchLen(a qzArgs) int { return (4*a.cstride + 64) / 4 }
+
+// qzSetup fills the arguments of the decode kernels for w and x already
+// in the block layout (xq, sxs) that every worker shares.
+func qzSetup(w *tensor.Matrix, xq []int16, sxs []float32) qzArgs {
+	in, gs, bits := w.In, w.GroupSize, w.Bits
+	groups := in / gs
+	chunks := (groups + 15) / 16
+	tailElems := in % 128
 	var a qzArgs
 	a.wstride = in * bits / 8
-	esize := w.Scales.DType.Size()
-	a.sstride = groups * esize
+	a.sstride = groups * w.Scales.DType.Size()
 	a.cstride = chunks * 64
-	a.blocks = blocks
-	a.wfull = blocks * 128 * bits / 8
+	a.blocks = in / 128
+	a.wfull = a.blocks * 128 * bits / 8
 	if tailElems > 0 {
 		a.tail = 1
 		if bits == 4 {
@@ -201,20 +221,18 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	a.sxsEnd = uintptr(a.sxs) + uintptr(groups/16*128)
 	sData, bData := w.Scales.Data, w.Biases.Data
 	a.bsoff = uintptr(unsafe.Pointer(unsafe.SliceData(bData))) - uintptr(unsafe.Pointer(unsafe.SliceData(sData)))
-	kern := qzKernel(bits, gs)
-	wData := w.W.Data
-	cLen := (4*a.cstride + 64) / 4
-	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
-		cBuf := b.getBuf(cLen)
-		defer b.putBuf(cBuf)
-		t := a
-		t.rows = hi - lo
-		t.w = unsafe.Pointer(&wData[lo*a.wstride])
-		t.s = unsafe.Pointer(&sData[lo*a.sstride])
-		t.c = unsafe.Pointer(unsafe.SliceData(*cBuf))
-		t.dst = unsafe.Pointer(&dst[lo])
-		kern(&t)
-	})
+	return a
+}
+
+// qzRange returns a for output rows [lo, hi) with scratch c (at least
+// qzScratchLen(a) floats), writing dst[lo:hi].
+func qzRange(a qzArgs, w *tensor.Matrix, lo, hi int, c, dst []float32) qzArgs {
+	a.rows = hi - lo
+	a.w = unsafe.Pointer(&w.W.Data[lo*a.wstride])
+	a.s = unsafe.Pointer(&w.Scales.Data[lo*a.sstride])
+	a.c = unsafe.Pointer(unsafe.SliceData(c))
+	a.dst = unsafe.Pointer(&dst[lo])
+	return a
 }
 
 // Prefill kernels (kernels512_amd64.s): dqz4/dqz8 dequantize tiles of

@@ -14,28 +14,38 @@ func haveSIMD() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF1
 // Quantized kernels: see kernels_amd64.s. rows output rows starting at w
 // (wstride bytes apart), scales s and biases b as float32 rows of gpad,
 // and the group sums xs of x; results go to dst[0], dst[1], ... (one float
-// per output row). The single-row (decode) kernels take x as int16 per
-// group (xq, scales sx); the x4 forms take four float x rows (permuted for
-// 4 bits) xstride bytes apart, group sums xsstride apart, and write four
-// dst rows dstride bytes apart.
+// per output row). The single-row (decode) kernels take x split into two
+// int16 limbs (xsplit4AVX/xsplit8AVX) with the power-of-two scale sx; the
+// x4 forms take four float x rows (permuted for 4 bits) xstride bytes
+// apart, group sums xsstride apart, and write four dst rows dstride bytes
+// apart.
 
 //go:noescape
-func q4x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
 
 //go:noescape
-func q4x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
 
 //go:noescape
-func q4x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
 
 //go:noescape
-func q8x1i32(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
 
 //go:noescape
-func q8x1i64(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
 
 //go:noescape
-func q8x1i128(w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int)
+func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+
+//go:noescape
+func xstatsAVX(x, xs *float32, groups, gs int) float32
+
+//go:noescape
+func xsplit4AVX(x *float32, xq *int16, n int, scale float32)
+
+//go:noescape
+func xsplit8AVX(x *float32, xq *int16, n int, scale float32)
 
 //go:noescape
 func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
@@ -64,24 +74,49 @@ func cvtBF16AVX(dst *float32, src *uint16, n int)
 //go:noescape
 func cvtF16AVX(dst *float32, src *uint16, n int)
 
-// qmatIntSIMD runs the int16-activation single-row kernel for bits and
-// group size gs.
-func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
+// qmatSplitSIMD runs the two-level single-row kernel for bits and group
+// size gs.
+func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int) {
 	switch {
 	case bits == 4 && gs == 32:
-		q4x1i32(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q4h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	case bits == 4 && gs == 64:
-		q4x1i64(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q4h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	case bits == 4 && gs == 128:
-		q4x1i128(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q4h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	case bits == 8 && gs == 32:
-		q8x1i32(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q8h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	case bits == 8 && gs == 64:
-		q8x1i64(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q8h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	case bits == 8 && gs == 128:
-		q8x1i128(w, s, b, xq, sx, xs, dst, rows, groups, gpad, wstride)
+		q8h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
 	default:
-		panic("cpu: no int16 kernel for this bits/group size") // callers check first
+		panic("cpu: no two-level kernel for this bits/group size") // callers check first
+	}
+}
+
+// xstatsSIMD writes the group sums of one row x into xs[:len(x)/gs] and
+// returns max |x| (gs a multiple of 8).
+func xstatsSIMD(xs, x []float32, gs int) float32 {
+	groups := len(x) / gs
+	if groups == 0 {
+		return 0
+	}
+	_ = xs[groups-1]
+	return xstatsAVX(&x[0], &xs[0], groups, gs)
+}
+
+// xsplitSIMD is xsplitGo in assembly: x (a multiple of 32 long) into
+// 2·len(x) int16s.
+func xsplitSIMD(xq []int16, x []float32, bits int, scale float32) {
+	if len(x) == 0 {
+		return
+	}
+	_ = xq[2*len(x)-1]
+	if bits == 4 {
+		xsplit4AVX(&x[0], &xq[0], len(x), scale)
+	} else {
+		xsplit8AVX(&x[0], &xq[0], len(x), scale)
 	}
 }
 

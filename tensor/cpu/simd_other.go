@@ -42,7 +42,15 @@ func bytePtr(b []byte) *byte { return &b[0] }
 
 func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
 
-func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
+func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int) {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
+
+func xstatsSIMD(xs, x []float32, gs int) float32 {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
+
+func xsplitSIMD(xq []int16, x []float32, bits int, scale float32) {
 	panic("cpu: SIMD kernel called without SIMD support")
 }
 

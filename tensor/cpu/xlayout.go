@@ -1,10 +1,14 @@
 package cpu
 
-// The AVX-512 decode kernels take x rounded to int16 per group (the same
-// contract as quantizeX16: x ≈ sx·xq, sx = max|x_g|/32767, error at most
-// sx/2 = max|x_g|/65534 per element) laid out per block of 128 elements so
-// that one 64-byte load of packed weights lines up with whole vectors of
-// x without shuffles:
+import "math"
+
+// The AVX-512 decode kernels take x split per group into two int16 limbs,
+// x ≈ sx·(hi + lo/32768) with sx = max|x_g|/32767, hi = round(x/sx) and
+// lo = round((x/sx - hi)·32768) (|lo| <= 16384; an element is off by at
+// most sx/65536, about 2^-31 of the group's largest), laid out per block
+// of 128 elements, hi then lo (256 int16s a block), so that one 64-byte
+// load of packed weights lines up with whole vectors of x without
+// shuffles:
 //
 //   - 4 bits: 64 bytes hold 32 little-endian 16-bit words, word j holding
 //     the codes of elements 4j, 4j+1, 4j+2, 4j+3 in its four nibbles. The
@@ -18,7 +22,8 @@ package cpu
 // sxs: for every 16 groups, 16 x scales then the 16 sums of x (the Σx that
 // multiplies the bias), zero past the last group.
 
-// xzPos is the position of element e of a row in the block layout.
+// xzPos is the position of element e of a row within its block's limb
+// (hi at block·256 + xzPos(e)&127, lo 128 further).
 func xzPos(e, bits int) int {
 	base, k := e&^127, e&127
 	if bits == 4 {
@@ -28,18 +33,23 @@ func xzPos(e, bits int) int {
 	return base + (2*h+(k2&1))*32 + k2>>1
 }
 
-// xzQuantize writes x (one row, a multiple of gs long) into xq (len(x)
-// rounded up to 128) in the block layout for bits, and the x scales and
-// group sums into sxs (32 per 16 groups, rounded up).
+// xzIndex is the index in xq of element e's hi limb; its lo limb is at
+// xzIndex + 128.
+func xzIndex(e, bits int) int { return 2*(e&^127) + xzPos(e, bits)&127 }
+
+// xzQuantize writes x (one row, a multiple of gs long) into xq (xzLen(len(x))
+// int16s) in the block layout for bits, and the x scales and group sums
+// into sxs (sxsLen(groups) floats).
 func xzQuantize(xq []int16, sxs []float32, x []float32, gs, bits int) {
 	xzQuantizeFrom(xq, sxs, x, gs, bits, 0)
 }
 
 // xzQuantizeFrom is xzQuantize for groups g0 and up; the groups before
-// are left as they are.
+// are left as they are. Halfway cases round to even, as the assembly
+// does, so both write the same limbs.
 func xzQuantizeFrom(xq []int16, sxs []float32, x []float32, gs, bits, g0 int) {
 	groups := len(x) / gs
-	clear(xq[len(x)&^127:])
+	clear(xq[2*(len(x)&^127):])
 	for g := groups; g < (groups+15)&^15; g++ {
 		sxs[g/16*32+g%16] = 0
 		sxs[g/16*32+16+g%16] = 0
@@ -60,7 +70,11 @@ func xzQuantizeFrom(xq []int16, sxs []float32, x []float32, gs, bits, g0 int) {
 		sxs[g/16*32+16+g%16] = sum
 		e0 := g * gs
 		for i, v := range blk {
-			xq[xzPos(e0+i, bits)] = round16(v, inv)
+			t := v * inv
+			h := float32(math.RoundToEven(float64(t)))
+			j := xzIndex(e0+i, bits)
+			xq[j] = int16(h)
+			xq[j+128] = int16(math.RoundToEven(float64((t - h) * 32768)))
 		}
 	}
 }
