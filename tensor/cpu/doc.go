@@ -72,9 +72,11 @@
 // generated assembly (exactly the instructions gen_kernels512.go emits,
 // with hardware rounding) against float64 references.
 //
-// AVX2 decode: rows go in pairs that share each load of x's limbs; codes
-// are widened to words (VPMOVZXBW, 4 bits masked and shifted) and
-// VPMADDWD forms the integer dots (kernels_amd64.s, q4h*/q8h*).
+// AVX2 decode: rows go in pairs (k and k+rows/2 of a tile: two
+// sequential streams, not two interleaved in one page) that share each
+// load of x's limbs; codes are widened to words (VPMOVZXBW, 4 bits masked
+// and shifted) and VPMADDWD forms the integer dots (kernels_amd64.s,
+// q4h*/q8h*).
 //
 // Figures: AMD EPYC (Zen 5, ~3.6 GHz boost), 2 cores, best-of timings
 // because the machine is shared (load average 1-2 while these ran, so the

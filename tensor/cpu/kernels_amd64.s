@@ -48,9 +48,14 @@ GLOBL nibd2<>(SB), RODATA|NOPTR, $4
 // that line up with the low nibbles (4 bits: the 16 even ones) or the
 // first 16 bytes (8 bits), hi of the others, then lo of both likewise.
 // Sums cannot overflow: at most 64 products of 255·16384 per int32 lane
-// and group. Rows go in pairs that share each load of x, then one odd
-// row alone.
-// Registers: DI weight row (pair), SI/DX scales of rows 0/1, R8 biases
+// and group. Rows go in pairs that share each load of x, row k with row
+// k+rows/2 (pw, ps and pd bytes further in the weights, the scale and
+// bias rows and dst), then the odd row rows-1 alone. Adjacent rows would
+// interleave two streams within one 4 KiB page whenever a row is 2 KiB
+// or less, which the hardware prefetchers follow poorly (8-bit 2048-wide
+// rows ran at 0.7 of the one-row kernel's rate from memory); rows half a
+// tile apart are two plain sequential streams.
+// Registers: DI weight row of row 0, SI/DX scales of rows 0/1, R8 biases
 // of row 0, R9 xs, R12 dst, R10 groups, R13 gpad, R14 wstride, AX and R11
 // weight cursors of rows 0 and 1 (R11 the biases of row 1 after the
 // groups), R9 the prefetch distance pf in bytes (xs after the groups),
@@ -113,8 +118,10 @@ GLOBL lo15<>(SB), RODATA|NOPTR, $4
 #define HSTART2 \
 	MOVQ DI, AX; \
 	MOVQ xq+24(FP), BX; \
-	LEAQ (SI)(R13*4), DX; \
-	LEAQ (AX)(R14*1), R11; \
+	MOVQ ps+104(FP), DX; \
+	ADDQ SI, DX; \
+	MOVQ pw+96(FP), R11; \
+	ADDQ AX, R11; \
 	MOVQ pf+88(FP), R9; \
 	VXORPS Y4, Y4, Y4; \
 	VXORPS Y5, Y5, Y5; \
@@ -145,7 +152,8 @@ GLOBL lo15<>(SB), RODATA|NOPTR, $4
 	VBROADCASTSS sx+80(FP), Y12; \
 	VMULPS Y12, Y4, Y4; \
 	VMULPS Y12, Y6, Y6; \
-	LEAQ (R8)(R13*4), R11; \
+	MOVQ ps+104(FP), R11; \
+	ADDQ R8, R11; \
 	MOVQ xs+32(FP), R9; \
 	XORQ CX, CX
 #define HBIAS2 \
@@ -159,12 +167,24 @@ GLOBL lo15<>(SB), RODATA|NOPTR, $4
 	VEXTRACTF128 $1, Y4, X5; \
 	VADDPS X5, X4, X4; \
 	VHADDPS X4, X4, X4; \
-	VMOVLPS X4, (R12); \
-	ADDQ $8, R12; \
-	LEAQ (DI)(R14*2), DI; \
-	LEAQ (SI)(R13*8), SI; \
-	LEAQ (R8)(R13*8), R8; \
+	MOVQ pd+112(FP), R9; \
+	VMOVSS X4, (R12); \
+	VEXTRACTPS $1, X4, (R12)(R9*1); \
+	ADDQ $4, R12; \
+	ADDQ R14, DI; \
+	LEAQ (SI)(R13*4), SI; \
+	LEAQ (R8)(R13*4), R8; \
 	SUBQ $2, rows+48(FP)
+
+// After the pairs: on to the odd row rows-1 (pw, ps, pd past row rows/2).
+#define HSKIP \
+	MOVQ pw+96(FP), R9; \
+	ADDQ R9, DI; \
+	MOVQ ps+104(FP), R9; \
+	ADDQ R9, SI; \
+	ADDQ R9, R8; \
+	MOVQ pd+112(FP), R9; \
+	ADDQ R9, R12
 #define HEND1 \
 	VFMADD231PS Y14, Y5, Y4; \
 	VBROADCASTSS sx+80(FP), Y12; \
@@ -252,8 +272,8 @@ GLOBL lo15<>(SB), RODATA|NOPTR, $4
 	VXORPS Y11, Y11, Y11; \
 	XORQ CX, CX
 
-// func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q4h32(SB), NOSPLIT, $0-96
+// func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h32(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -276,6 +296,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0
@@ -299,8 +320,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q4h64(SB), NOSPLIT, $0-96
+// func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h64(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -324,6 +345,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0
@@ -348,8 +370,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q4h128(SB), NOSPLIT, $0-96
+// func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h128(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -375,6 +397,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0
@@ -401,8 +424,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q8h32(SB), NOSPLIT, $0-96
+// func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h32(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -425,6 +448,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0
@@ -448,8 +472,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q8h64(SB), NOSPLIT, $0-96
+// func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h64(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -473,6 +497,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0
@@ -497,8 +522,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
-TEXT ·q8h128(SB), NOSPLIT, $0-96
+// func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h128(SB), NOSPLIT, $0-120
 	HENTRY
 	CMPQ rows+48(FP), $2
 	JLT  one
@@ -524,6 +549,7 @@ bias2:
 	HSTORE2
 	CMPQ rows+48(FP), $2
 	JGE  pair
+	HSKIP
 
 one:
 	CMPQ rows+48(FP), $0

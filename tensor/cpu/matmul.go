@@ -288,9 +288,9 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) boo
 	wstride := in * w.Bits / 8
 	steps := gs / 16
 	tile := min(max((256<<10)/wstride, 8), 1024)
-	// The two-level kernels prefetch whole pairs of rows at least
-	// splitPrefetch bytes ahead.
-	pf := (splitPrefetch + 2*wstride - 1) / (2 * wstride) * 2 * wstride
+	// The two-level kernels prefetch whole rows at least splitPrefetch
+	// bytes ahead in each of their two streams.
+	pf := (splitPrefetch + wstride - 1) / wstride * wstride
 	data := w.W.Data
 	b.pool.splitParts(out, 16, 4*b.threads, func(lo, hi int) {
 		rowsMax := min(tile, hi-lo)
@@ -311,9 +311,10 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) boo
 				qmat4SIMD(w.Bits, wp, &s[0], &bias[0], &xp[r*in], &xs[r*gpad], &dst[r*out+t0],
 					rows, groups, gpad, steps, wstride, out*4, in*4, gpad*4)
 			}
+			half := rows / 2 // row k pairs with row k+half
 			for i := 0; r < n; i, r = i+1, r+1 {
 				qmatSplitSIMD(w.Bits, gs, wp, &s[0], &bias[0], &xq[2*i*in], &xs[r*gpad], &dst[r*out+t0],
-					rows, groups, gpad, wstride, sx[i], pf)
+					rows, groups, gpad, wstride, sx[i], pf, half*wstride, half*gpad*4, half*4)
 			}
 		}
 	})

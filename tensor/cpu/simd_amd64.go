@@ -21,22 +21,22 @@ func haveSIMD() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF1
 // apart.
 
 //go:noescape
-func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q4h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
-func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q4h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
-func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q4h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
-func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q8h32(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
-func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q8h64(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
-func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int)
+func q8h128(w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
 func xstatsAVX(x, xs *float32, groups, gs int) float32
@@ -76,20 +76,20 @@ func cvtF16AVX(dst *float32, src *uint16, n int)
 
 // qmatSplitSIMD runs the two-level single-row kernel for bits and group
 // size gs.
-func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int) {
+func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
 	switch {
 	case bits == 4 && gs == 32:
-		q4h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q4h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	case bits == 4 && gs == 64:
-		q4h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q4h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	case bits == 4 && gs == 128:
-		q4h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q4h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	case bits == 8 && gs == 32:
-		q8h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q8h32(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	case bits == 8 && gs == 64:
-		q8h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q8h64(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	case bits == 8 && gs == 128:
-		q8h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf)
+		q8h128(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
 	default:
 		panic("cpu: no two-level kernel for this bits/group size") // callers check first
 	}

@@ -42,7 +42,7 @@ func bytePtr(b []byte) *byte { return &b[0] }
 
 func readBytes(b []byte) uint64 { return readPortable(b[:len(b)&^127]) }
 
-func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf int) {
+func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
 	panic("cpu: SIMD kernel called without SIMD support")
 }
 
