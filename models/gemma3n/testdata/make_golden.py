@@ -3,7 +3,9 @@
 
 Run on a machine with torch and transformers (5.17 was used):
 
-    python3 models/gemma3n/testdata/make_golden.py models/gemma3n/testdata
+    python3 models/gemma3n/testdata/make_golden.py models/gemma3n/testdata [NAME ...]
+
+(NAME restricts the run to those fixtures, e.g. tiny_b_q8g128 tiny_b_mixed.)
 
 For each tiny random configuration below it writes a folder holding
 
@@ -34,6 +36,20 @@ are computed here (ids >= vocab_size_per_layer_input use row 0 of the
 per-layer table, as Gemma3nModel and mlx-lm do) and passed as inputs_embeds /
 per_layer_inputs; logits are h @ embed_tokens^T followed by the final
 softcap, i.e. the tied lm_head.
+
+Quantized fixtures (a "quant" entry: tiny_b_q8g128, tiny_b_mixed) start
+from their base configuration's BF16 weights and quantize them here with
+MLX's affine scheme (mlx.core.quantize: per group of the input dimension,
+scale and bias from the group's min and max, rounded to bfloat16; codes
+packed little-endian into uint32 words), with per-module overrides of bits
+and group size (or none: the module stays BF16), as mlx-lm's mixed recipes
+write them. model.safetensors then holds the packed codes, scales and
+biases under <module>.weight/.scales/.biases and config.json the
+"quantization" block, and the reference runs in float32 on exactly the
+dequantized weights scale·q + bias. So the golden numbers come from
+transformers on the same weights the Go loader reads, with no Go code
+involved; their prompts are chosen so that every greedy step's top-2 gap
+is at least MIN_GAP, so float32 rounding cannot flip a greedy id.
 """
 import json
 import math
@@ -46,6 +62,7 @@ from safetensors.torch import save_file
 from transformers import DynamicCache, Gemma3nForCausalLM, Gemma3nTextConfig
 
 S_DUMP = 12  # positions whose per-layer outputs are stored
+MIN_GAP = 0.05  # smallest top1-top2 logit gap over the greedy steps of a quantized fixture
 
 
 CONFIGS = {
@@ -130,6 +147,16 @@ CONFIGS = {
     ),
 }
 
+# Quantized variants of tiny_b: the same configuration, seed and BF16
+# weights, then MLX affine quantization. Overrides are (module-path suffix,
+# bits, group_size); bits None keeps the module dense; the first override
+# whose suffix matches and whose group divides the input size applies.
+CONFIGS["tiny_b_q8g128"] = dict(CONFIGS["tiny_b"], quant=dict(bits=8, group_size=128, overrides=[]))
+CONFIGS["tiny_b_mixed"] = dict(CONFIGS["tiny_b"], quant=dict(bits=4, group_size=64, overrides=[
+    ("mlp.down_proj", 8, 128), ("mlp.down_proj", 8, 64), ("self_attn.q_proj", 8, 32),
+    ("self_attn.v_proj", 4, 128), ("layers.1.self_attn.k_proj", None, None), ("embed_tokens", 8, 128),
+]))
+
 
 def init_weights(model, cfg, gen):
     """Draws every parameter at a scale that keeps its block visible."""
@@ -158,6 +185,107 @@ def init_weights(model, cfg, gen):
                 raise SystemExit(f"no init rule for {name} {tuple(shape)}")
             # the reference runs on exactly the BF16 values that are stored
             p.copy_(v.to(torch.bfloat16).to(torch.float32))
+
+
+def affine_quantize(w, bits, group):
+    """MLX's affine quantization of a [rows, cols] float32 matrix: codes
+    (int64), scales and biases (bfloat16, [rows, cols/group])."""
+    rows, cols = w.shape
+    g = w.reshape(rows, cols // group, group)
+    n_bins = 2**bits - 1
+    w_max, w_min = g.amax(-1), g.amin(-1)
+    mask = w_min.abs() > w_max.abs()
+    scales = torch.clamp((w_max - w_min) / n_bins, min=1e-7)
+    scales = torch.where(mask, scales, -scales)
+    edge = torch.where(mask, w_min, w_max)
+    q0 = torch.round(edge / scales)
+    scales = torch.where(q0 != 0, edge / q0, scales)
+    biases = edge
+    q = torch.clamp(torch.round((g - biases[..., None]) / scales[..., None]), 0, n_bins).to(torch.int64)
+    return q.reshape(rows, cols), scales.to(torch.bfloat16), biases.to(torch.bfloat16)
+
+
+def pack_codes(q, bits):
+    """Little-endian uint32 words, element j of a row in bits (j % per)*bits
+    of word j // per, as raw bytes."""
+    rows, cols = q.shape
+    per = 32 // bits
+    words = torch.zeros(rows, cols // per, dtype=torch.int64)
+    qq = q.reshape(rows, cols // per, per)
+    for k in range(per):
+        words |= qq[..., k] << (bits * k)
+    out = bytearray()
+    for v in words.flatten().tolist():
+        out += int(v).to_bytes(4, "little")
+    return bytes(out)
+
+
+def raw_bytes(t):
+    """Little-endian bytes of a bfloat16 or float32 tensor."""
+    if t.dtype == torch.bfloat16:
+        vals = t.contiguous().view(torch.int16).flatten().tolist()
+        return b"".join(int(v & 0xFFFF).to_bytes(2, "little") for v in vals)
+    import struct
+    return struct.pack("<%df" % t.numel(), *t.float().flatten().tolist())
+
+
+def quant_plan(name, cols, quant):
+    """(bits, group) for parameter name (relative to model.model) of a
+    matrix with cols inputs, or None to keep it dense."""
+    if not name.endswith(".weight") or "_coefs." in name:
+        return None
+    module = name[: -len(".weight")]
+    for suffix, bits, group in quant["overrides"]:
+        if module.endswith(suffix) and (bits is None or cols % group == 0):
+            return None if bits is None else (bits, group)
+    if cols % quant["group_size"] != 0:
+        return None
+    return quant["bits"], quant["group_size"]
+
+
+def quantize_model(model, spec):
+    """Replaces every matrix the plan quantizes by its dequantized values
+    and returns {param name: (bits, group, codes bytes, scales, biases)} and
+    the quantization block for config.json."""
+    quant = spec["quant"]
+    out, block = {}, {"group_size": quant["group_size"], "bits": quant["bits"]}
+    with torch.no_grad():
+        for name, p in model.model.named_parameters():
+            if p.dim() != 2:
+                continue
+            plan = quant_plan(name, p.shape[1], quant)
+            module = spec["prefix"] + name[: -len(".weight")]
+            overridden = any(name[: -len(".weight")].endswith(o[0]) for o in quant["overrides"])
+            if plan is None:
+                if overridden and name.endswith(".weight"):
+                    block[module] = False
+                continue
+            bits, group = plan
+            if overridden:
+                block[module] = {"group_size": group, "bits": bits}
+            q, scales, biases = affine_quantize(p.float(), bits, group)
+            deq = scales.float().repeat_interleave(group, dim=1) * q.float() + biases.float().repeat_interleave(group, dim=1)
+            p.copy_(deq)
+            out[name] = (bits, group, pack_codes(q, bits), scales, biases)
+    return out, block
+
+
+def save_safetensors(path, entries, metadata):
+    """entries: name -> (dtype string, shape, raw bytes), written in name
+    order (safetensors' own writer needs dtypes torch may lack, e.g. U32)."""
+    header, blobs, off = {"__metadata__": metadata}, [], 0
+    for name in sorted(entries):
+        dt, shape, data = entries[name]
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little"))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
 
 
 def embed(model, ids):
@@ -244,17 +372,23 @@ def make(name, spec, outdir):
     except Exception as e:  # noqa: BLE001
         print("could not force eager attention:", e)
     init_weights(model, cfg, gen)
+    qweights, qblock = {}, None
+    if "quant" in spec:
+        qweights, qblock = quantize_model(model, spec)
 
     V = cfg.vocab_size
     P, G = spec["prompt_len"], spec["gen"]
-    # prompt ids: random, avoiding pad/eos/bos; some beyond the per-layer vocab
-    prompt = torch.randint(3, V, (P,), generator=gen)
-    prompt[0] = 2  # <bos>
-    if cfg.vocab_size_per_layer_input < V:
-        prompt[5] = V - 1
-        prompt[17] = cfg.vocab_size_per_layer_input
 
-    with torch.no_grad():
+    def draw_prompt():
+        # prompt ids: random, avoiding pad/eos/bos; some beyond the per-layer vocab
+        prompt = torch.randint(3, V, (P,), generator=gen)
+        prompt[0] = 2  # <bos>
+        if cfg.vocab_size_per_layer_input < V:
+            prompt[5] = V - 1
+            prompt[17] = cfg.vocab_size_per_layer_input
+        return prompt
+
+    def greedy(prompt):
         # greedy decode through the cache: prefill, then one token per step
         cache = DynamicCache(config=cfg)
         lg, _ = forward(model, prompt, cache)
@@ -264,7 +398,26 @@ def make(name, spec, outdir):
             lg, _ = forward(model, torch.tensor([gen_ids[-1]]), cache)
             decode_logits.append(lg[-1].clone())
             gen_ids.append(int(lg[-1].argmax()))
-        decode_logits = torch.stack(decode_logits)
+        return torch.stack(decode_logits), gen_ids
+
+    def min_gap(decode_logits):
+        top2 = torch.topk(decode_logits, 2, dim=-1).values
+        return (top2[:, 0] - top2[:, 1]).min().item()
+
+    with torch.no_grad():
+        prompt = draw_prompt()
+        decode_logits, gen_ids = greedy(prompt)
+        if "quant" in spec:
+            # a prompt whose greedy steps have no near ties, so that the
+            # quantized kernels' float32 rounding cannot flip an id
+            tries = 1
+            while min_gap(decode_logits) < MIN_GAP:
+                if tries == 200:
+                    raise SystemExit(f"{name}: no prompt with top-2 gaps >= {MIN_GAP} in {tries} draws")
+                prompt = draw_prompt()
+                decode_logits, gen_ids = greedy(prompt)
+                tries += 1
+            print(f"{name}: prompt found in {tries} draws")
 
         tokens = torch.cat([prompt, torch.tensor(gen_ids)])
         T = tokens.numel()
@@ -283,8 +436,7 @@ def make(name, spec, outdir):
         layer_out = torch.stack([o[:, 0, :S_DUMP, :].permute(1, 0, 2) for o in layer_outs])
 
     diff = (logits[P - 1 : P - 1 + G] - decode_logits).abs().max().item()
-    top2 = torch.topk(decode_logits, 2, dim=-1).values
-    gaps = (top2[:, 0] - top2[:, 1]).min().item()
+    gaps = min_gap(decode_logits)
     scale = logits.abs().max().item()
     print(f"{name}: T={T} logits max|x|={scale:.3f} std={logits.std().item():.3f} "
           f"cached-vs-oneshot max diff={diff:.3e} min top1-top2 gap={gaps:.4f}")
@@ -309,7 +461,23 @@ def make(name, spec, outdir):
         for k in ["vision_tower.timm_model.conv_stem.conv.weight", "audio_tower.subsample_conv_projection.conv_0.conv.weight",
                   "embed_vision.embedding.weight", "embed_audio.embedding.weight"]:
             weights[k] = torch.randn((4, 8), generator=g2).to(torch.bfloat16)
-    save_file(weights, os.path.join(d, "model.safetensors"), metadata={"format": "mlx"})
+    if qweights:
+        # packed codes, scales and biases in place of the quantized matrices
+        entries = {}
+        for k, v in weights.items():
+            rel = k[len(spec["prefix"]):] if k.startswith(spec["prefix"]) else None
+            if rel in qweights:
+                bits, group, codes, scales, biases = qweights[rel]
+                rows, cols = v.shape
+                base = k[: -len(".weight")]
+                entries[k] = ("U32", (rows, cols * bits // 32), codes)
+                entries[base + ".scales"] = ("BF16", tuple(scales.shape), raw_bytes(scales))
+                entries[base + ".biases"] = ("BF16", tuple(biases.shape), raw_bytes(biases))
+            else:
+                entries[k] = ("BF16", tuple(v.shape), raw_bytes(v))
+        save_safetensors(os.path.join(d, "model.safetensors"), entries, {"format": "mlx"})
+    else:
+        save_file(weights, os.path.join(d, "model.safetensors"), metadata={"format": "mlx"})
     golden = {
         "tokens": tokens.to(torch.int32).contiguous(),
         "prompt_len": torch.tensor([P], dtype=torch.int32),
@@ -320,8 +488,11 @@ def make(name, spec, outdir):
     }
     save_file(golden, os.path.join(d, "golden.safetensors"),
               metadata={"transformers": transformers.__version__, "torch": torch.__version__})
+    mcfg = mlx_config(spec, cfg)
+    if qblock is not None:
+        mcfg["quantization"] = qblock
     with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(mlx_config(spec, cfg), f, indent=2, sort_keys=True)
+        json.dump(mcfg, f, indent=2, sort_keys=True)
     with open(os.path.join(d, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": 2, "eos_token_id": [1, 106], "pad_token_id": 0}, f, indent=2)
 
@@ -331,8 +502,12 @@ def main():
     torch.set_grad_enabled(False)
     torch.use_deterministic_algorithms(True)
     print("transformers", transformers.__version__, "torch", torch.__version__)
-    for name, spec in CONFIGS.items():
-        make(name, spec, outdir)
+    names = sys.argv[2:] or list(CONFIGS)
+    for name in names:
+        if name not in CONFIGS:
+            raise SystemExit(f"make_golden.py: unknown fixture {name!r} (have {', '.join(CONFIGS)})")
+    for name in names:
+        make(name, CONFIGS[name], outdir)
 
 
 if __name__ == "__main__":
