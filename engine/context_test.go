@@ -708,3 +708,20 @@ func TestFitCheckDuringGenerate(t *testing.T) {
 		t.Fatalf("generation: %+v", r.err)
 	}
 }
+
+// TestLayoutAnswerNotTrimmed: the answer's last token is sampled but
+// never fed to the cache; the Layout after the answer does not count it
+// as trimmed, with or without a cap the answer fits.
+func TestLayoutAnswerNotTrimmed(t *testing.T) {
+	for _, maxKV := range []int{0, 256} {
+		e, _ := newTiny(t, Settings{MaxKV: maxKV, MaxTokens: 5, NoLoopDetect: true})
+		r := await(t, e, e.Submit(Generate{Conversation: []Message{user("hello there")}}), nil)
+		mustDone(t, r)
+		l := lastLayout(t, r)
+		for _, m := range l.Messages {
+			if m.Trimmed != 0 || m.Live != m.Tokens.Len() || m.CutAt != 0 {
+				t.Errorf("max-kv %d: message %d span %+v after an answer that fits, want nothing trimmed", maxKV, m.Index, m)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -251,7 +252,10 @@ func (g *generation) emitLayout(pl, answer *promptLayout) {
 	cs, _ := g.w.lm.state()
 	msgs := pl.spans(cs.Spans)
 	if answer != nil {
-		msgs = append(msgs, answer.spans(cs.Spans)...)
+		// The answer's last token is sampled but never fed to the cache:
+		// positions from Seen on are not trimmed, only not fed yet.
+		live := mergeSpans(append(append([]Span(nil), cs.Spans...), Span{cs.Seen, math.MaxInt}))
+		msgs = append(msgs, answer.spans(live)...)
 	}
 	g.e.emit(g.j.id, Layout{Messages: msgs, Spans: cs.Spans, Seen: cs.Seen})
 }

@@ -132,6 +132,20 @@
 // when it fits); a new message joins it and both are checked again. The
 // held message is saved as the draft.
 //
+// # Trim boundary
+//
+// After the prefill and after the answer the engine sends a Layout: where
+// each message of the request lies in the cache. A message wholly outside
+// the live window is dimmed and labelled "trimmed" (the model no longer
+// attends it); the message the window cuts is labelled "cut" and shows a
+// marker line where the model's view begins ("✂ above: 2,941 of its 3,005
+// tokens are outside the live window; the model sees from here"), or, when
+// the cut falls inside a collapsed paste, after the paste's label ("✂ the
+// model sees only the last 64 of this message's 3,005 tokens"). Each
+// message's label shows its number at the right edge (for /pin N). /stats
+// lists the trimmed and cut messages. The marks are dropped when the cache
+// is emptied (/clear, an error that reset it, a /summarize).
+//
 // # Summarize
 //
 // /summarize [INSTRUCTION] sends an engine.Summarize of the held message

@@ -436,6 +436,9 @@ func (m *model) statsText() string {
 	if m.st.meter.Trimmed > 0 {
 		fmt.Fprintf(&b, "\n       %d of %d tokens seen are no longer attended (trimmed to fit the cap)", m.st.meter.Trimmed, m.st.meter.Seen)
 	}
+	for _, l := range m.tr.windowLines() {
+		b.WriteString("\n" + l)
+	}
 	if s := m.st.stats; s != nil {
 		reused := fmt.Sprintf("%d reused", s.ReusedTokens)
 		if s.ReusedTrimmed > 0 {

@@ -393,6 +393,10 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.tr.turns[m.req.turn].pieces = append(m.tr.turns[m.req.turn].pieces, e.Piece)
 			m.tr.dirty = true
 		}
+	case engine.Layout:
+		if r := m.req; r != nil && e.ID == r.id && !r.summarize {
+			m.tr.applyLayout(e, r.turnOf, r.turn)
+		}
 	case engine.Trim:
 		return m.st.trimmed()
 	case engine.CacheState:
@@ -420,6 +424,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 		m.set.confirmed = e.Settings
 	case engine.Cleared:
 		m.st.emptied()
+		m.tr.clearSpans()
 	}
 	return nil
 }
@@ -435,9 +440,13 @@ func (m *model) handleError(e engine.Error) tea.Cmd {
 	case m.fit.id != 0 && e.ID == m.fit.id:
 		m.fitFailed()
 	case m.ours(e):
+		if m.req.summarize {
+			m.tr.clearSpans()
+		}
 		m.endRequest(e.Text, "", e.Err)
 		if e.CacheReset {
 			m.st.emptied()
+			m.tr.clearSpans()
 		}
 	default:
 		if prev, ok := m.set.pending[e.ID]; ok {

@@ -139,6 +139,7 @@ func (m *model) startSummarize(j summarizeJob, head string) {
 // far).
 func (m *model) summarized(d engine.Done) {
 	r := m.req
+	m.tr.clearSpans() // the cache now holds the pieces' prompts, not the chat
 	t := &m.tr.turns[r.turn]
 	if len(d.Pieces) > 0 || d.Reason != engine.DoneCancelled {
 		t.pieces = d.Pieces

@@ -85,7 +85,10 @@ func TestTmux(t *testing.T) {
 	}
 	// The screen is a golden (testdata/screen.txt, also the README's
 	// capture), once the trim flash is over.
-	tm.waitFor("the trim flash to end", 10*time.Second, func(s string) bool { return !strings.Contains(s, "✂") })
+	tm.waitFor("the trim flash to end", 10*time.Second, func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return !strings.Contains(lines[len(lines)-1], "✂")
+	})
 	checkScreenGolden(t, trimScreen(tm.capture()))
 
 	// 4. Esc stops a long prefill between chunks; the message is kept.

@@ -34,6 +34,10 @@ type turn struct {
 	note    string       // assistant: why it stopped early
 	// reasoning is an answer's reasoning (think.go), streamed or done.
 	reasoning string
+	// span is where the message lay in the cache after the last request
+	// (its Layout entry); nil = not known (not sent yet, or the cache was
+	// emptied since).
+	span *engine.MessageSpan
 	// summarize, on a user turn, marks a /summarize: content is the
 	// instruction, a blank line and the document.
 	summarize *summarizeSource
@@ -76,6 +80,7 @@ func (t *turn) document() string {
 type renderKey struct {
 	width, fit int
 	unfold     bool
+	number     int
 }
 
 // transcript is the conversation component: the turns, their rendering
@@ -264,6 +269,104 @@ func (tr *transcript) hasFolds() bool {
 	return false
 }
 
+// number is the 1-based position of turn i among the messages (what /pin
+// N counts), or 0 for a turn that is not a message.
+func (tr *transcript) number(i int) int {
+	if !tr.turns[i].isMessage() {
+		return 0
+	}
+	n := 0
+	for j := 0; j <= i; j++ {
+		if tr.turns[j].isMessage() {
+			n++
+		}
+	}
+	return n
+}
+
+// message returns the turn index of message n (1-based), or -1.
+func (tr *transcript) message(n int) int {
+	k := 0
+	for i := range tr.turns {
+		if tr.turns[i].isMessage() {
+			k++
+			if k == n {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// applyLayout records where each message of a request lies in the cache.
+// turnOf maps the request's conversation indexes to turns; answer is the
+// turn of the request's answer (-1 for none).
+func (tr *transcript) applyLayout(l engine.Layout, turnOf []int, answer int) {
+	for _, ms := range l.Messages {
+		i := -1
+		switch {
+		case ms.Index >= 0 && ms.Index < len(turnOf):
+			i = turnOf[ms.Index]
+		case ms.Index == len(turnOf):
+			i = answer
+		}
+		if i < 0 || i >= len(tr.turns) {
+			continue
+		}
+		s := ms
+		if old := tr.turns[i].span; old == nil || *old != s {
+			tr.turns[i].span = &s
+			tr.changed(i)
+		}
+	}
+}
+
+// clearSpans forgets where messages lie (the cache was emptied).
+func (tr *transcript) clearSpans() {
+	for i := range tr.turns {
+		if tr.turns[i].span != nil {
+			tr.turns[i].span = nil
+			tr.changed(i)
+		}
+	}
+}
+
+// windowLines lists, for /stats, the messages the live window no longer
+// holds whole: those wholly outside it (dimmed) and those it cuts.
+func (tr *transcript) windowLines() []string {
+	var out, gone []string
+	n := 0
+	for i := range tr.turns {
+		t := &tr.turns[i]
+		if !t.isMessage() {
+			continue
+		}
+		n++
+		who := "you"
+		if t.kind == turnAssistant {
+			who = tr.label
+		}
+		switch liveState(t) {
+		case "trimmed":
+			gone = append(gone, fmt.Sprintf("#%d %s", n, who))
+		case "cut":
+			out = append(out, fmt.Sprintf("#%d %s: cut, %s of its %s tokens trimmed; the model sees the last %s",
+				n, who, groupDigits(t.span.Trimmed), groupDigits(t.span.Tokens.Len()), groupDigits(t.span.Live)))
+		}
+	}
+	if len(gone) > 0 {
+		out = append([]string{strings.Join(gone, ", ") + ": outside the live window (dimmed)"}, out...)
+	}
+	for i := range out {
+		pad := "       "
+		if i == 0 {
+			pad = "window "
+		}
+		out[i] = pad + out[i]
+	}
+	return out
+}
+
 // toggleFold shows or hides the folded parts of answers.
 func (tr *transcript) toggleFold() bool {
 	tr.unfold = !tr.unfold
@@ -289,8 +392,14 @@ func (tr *transcript) relabel(old, label string) {
 func (tr *transcript) refresh() {
 	tr.dirty = false
 	parts := make([]string, 0, len(tr.turns))
+	n := 0
 	for i := range tr.turns {
-		parts = append(parts, tr.renderTurn(&tr.turns[i]))
+		num := 0
+		if tr.turns[i].isMessage() {
+			n++
+			num = n
+		}
+		parts = append(parts, tr.renderTurn(&tr.turns[i], num))
 	}
 	// fitWidth works line by line, so fitting each turn equals fitting the
 	// joined text.
@@ -321,9 +430,9 @@ func (tr *transcript) scroll(msg tea.MouseMsg) tea.Cmd {
 }
 
 // renderTurn renders one block fitted to the viewport width, from cache
-// when nothing changed.
-func (tr *transcript) renderTurn(t *turn) string {
-	key := renderKey{width: tr.width, fit: tr.vp.Width, unfold: tr.unfold}
+// when nothing changed; num is its message number (0 = not a message).
+func (tr *transcript) renderTurn(t *turn, num int) string {
+	key := renderKey{width: tr.width, fit: tr.vp.Width, unfold: tr.unfold, number: num}
 	if t.stream == nil && t.outOK && t.outKey == key {
 		return t.out
 	}
@@ -331,9 +440,9 @@ func (tr *transcript) renderTurn(t *turn) string {
 	var out string
 	switch t.kind {
 	case turnUser:
-		out = tr.labelLine("you", tr.theme.UserLabel, t) + "\n" + tr.renderUser(t, w)
+		out = tr.labelLine("you", tr.theme.UserLabel, t, num) + "\n" + tr.renderUser(t, w)
 	case turnAssistant:
-		out = tr.labelLine(tr.label, tr.theme.ModelLabel, t) + "\n" + tr.renderAnswer(t)
+		out = tr.labelLine(tr.label, tr.theme.ModelLabel, t, num) + "\n" + tr.renderAnswer(t)
 	case turnInfo:
 		out = indent(tr.theme.Info.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
 	case turnError:
@@ -346,24 +455,124 @@ func (tr *transcript) renderTurn(t *turn) string {
 	return out
 }
 
-// labelLine is a message's label line: the name and its note (why a
-// partial answer ended).
-func (tr *transcript) labelLine(name string, style lipgloss.Style, t *turn) string {
-	s := style.Render(name)
+// labelLine is a message's label line: the name, its notes (partial,
+// pinned, trimmed or cut by the live window) and, at the right edge, its
+// message number (for /pin N).
+func (tr *transcript) labelLine(name string, style lipgloss.Style, t *turn, num int) string {
+	var notes []string
 	if t.note != "" {
-		s += tr.theme.Dim.Render(" · " + t.note)
+		notes = append(notes, t.note)
+	}
+	if state := liveState(t); state != "" {
+		notes = append(notes, state)
+	}
+	s := style.Render(name)
+	if len(notes) > 0 {
+		s += tr.theme.Dim.Render(" · " + strings.Join(notes, " · "))
+	}
+	if num > 0 {
+		tag := fmt.Sprintf("#%d", num)
+		if gap := tr.vp.Width - lipgloss.Width(s) - len(tag); gap >= 2 {
+			s += strings.Repeat(" ", gap) + tr.theme.Dim.Render(tag)
+		}
 	}
 	return s
 }
 
-// renderUser renders a user turn's text: the display form, pastes as
-// styled labels.
-func (tr *transcript) renderUser(t *turn, w int) string {
-	s := sanitize(t.display)
-	for _, p := range t.pastes {
-		s = strings.Replace(s, p.Label, tr.theme.Paste.Render(p.Label), 1)
+// liveState says how a message stands with the live window: "" (wholly
+// live, or not known), "trimmed" (wholly outside it: the model no longer
+// attends it) or "cut" (its start is trimmed).
+func liveState(t *turn) string {
+	s := t.span
+	switch {
+	case s == nil || s.Tokens.Len() == 0 || s.Trimmed == 0:
+		return ""
+	case s.Live == 0:
+		return "trimmed"
 	}
-	return indent(ansi.Wrap(tr.theme.UserText.Render(s), w-2, ""), "  ")
+	return "cut"
+}
+
+// renderUser renders a user turn's text: the display form (pastes as
+// styled labels), dimmed where the model no longer attends it, with a
+// marker line where the live window cuts it.
+func (tr *transcript) renderUser(t *turn, w int) string {
+	body := func(s string, dim bool) string {
+		s = sanitize(s)
+		style := tr.theme.UserText
+		if dim {
+			style = tr.theme.Trimmed
+		}
+		for _, p := range t.pastes {
+			s = strings.Replace(s, p.Label, tr.theme.Paste.Render(p.Label), 1)
+		}
+		return indent(ansi.Wrap(style.Render(s), w-2, ""), "  ")
+	}
+	switch liveState(t) {
+	case "trimmed":
+		return body(t.display, true)
+	case "cut":
+		at, inPaste := displayOffset(t, t.span.CutAt)
+		mark := tr.cutMark(t, inPaste)
+		if inPaste {
+			// The cut lies inside a collapsed paste: the marker follows
+			// the line that holds its label.
+			end := strings.IndexByte(t.display[at:], '\n')
+			if end < 0 {
+				return body(t.display, false) + "\n" + mark
+			}
+			return body(t.display[:at+end], false) + "\n" + mark + "\n" + body(t.display[at+end+1:], false)
+		}
+		out := ""
+		if at > 0 {
+			out = body(strings.TrimSuffix(t.display[:at], "\n"), true) + "\n"
+		}
+		return out + mark + "\n" + body(t.display[at:], false)
+	}
+	return body(t.display, false)
+}
+
+// cutMark is the line that shows where the live window cuts a message.
+func (tr *transcript) cutMark(t *turn, inPaste bool) string {
+	s := t.span
+	text := fmt.Sprintf("✂ above: %s of its %s tokens are outside the live window; the model sees from here",
+		groupDigits(s.Trimmed), groupDigits(s.Tokens.Len()))
+	if inPaste {
+		text = fmt.Sprintf("✂ the model sees only the last %s of this message's %s tokens; the start is outside the live window",
+			groupDigits(s.Live), groupDigits(s.Tokens.Len()))
+	}
+	return indent(tr.theme.Cut.Render(ansi.Wrap(text, tr.width-2, "")), "  ")
+}
+
+// displayOffset maps a byte offset into a user turn's content to its
+// display text (pastes collapsed into labels). inPaste says the offset
+// falls inside a paste (or a text not shown as sent); the result is then
+// the start of its label.
+func displayOffset(t *turn, at int) (int, bool) {
+	if t.summarize != nil {
+		return len(t.display), true // sent as its piece summaries, not as shown
+	}
+	if t.display == t.content || len(t.pastes) == 0 {
+		return min(max(at, 0), len(t.display)), false
+	}
+	d, c := 0, 0 // positions in display and content
+	rest := t.display
+	for _, p := range t.pastes {
+		i := strings.Index(rest, p.Label)
+		if i < 0 {
+			continue
+		}
+		if at < c+i {
+			return d + (at - c), false
+		}
+		d, c = d+i, c+i
+		if at < c+len(p.Content) {
+			return d, true
+		}
+		d, c = d+len(p.Label), c+len(p.Content)
+		rest = rest[i+len(p.Label):]
+	}
+	return min(d+(at-c), len(t.display)), false
 }
 
 // segment is one part of an answer as shown: the answer text itself, or
@@ -412,7 +621,7 @@ func (tr *transcript) renderAnswer(t *turn) string {
 			if t.stream != nil {
 				body = t.stream.update(tr.md, sanitize)
 			} else {
-				body = tr.md.render(sanitize(seg.text))
+				body = tr.renderLive(t, seg.text)
 			}
 			if body == "" && t.stream != nil && t.reasoning == "" {
 				body = "  " + tr.theme.Dim.Render("…")
@@ -433,6 +642,26 @@ func (tr *transcript) renderAnswer(t *turn) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// renderLive renders an answer's text as markdown, the part outside the
+// live window dimmed (plain text) with a cut marker before the rest.
+func (tr *transcript) renderLive(t *turn, text string) string {
+	dimmed := func(s string) string {
+		return indent(tr.theme.Trimmed.Render(ansi.Wrap(sanitize(strings.TrimRight(s, "\n")), tr.width-2, "")), "  ")
+	}
+	switch liveState(t) {
+	case "trimmed":
+		return dimmed(text)
+	case "cut":
+		at := min(max(t.span.CutAt, 0), len(text))
+		out := ""
+		if strings.TrimSpace(text[:at]) != "" {
+			out = dimmed(text[:at]) + "\n"
+		}
+		return out + tr.cutMark(t, false) + "\n" + tr.md.render(sanitize(text[at:]))
+	}
+	return tr.md.render(sanitize(text))
 }
 
 func indent(s, pad string) string {

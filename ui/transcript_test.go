@@ -131,3 +131,79 @@ func TestTranscriptRelabel(t *testing.T) {
 		t.Errorf("paste block label %q", tr.turns[0].pastes[0].Label)
 	}
 }
+
+// layoutOf is a Layout placing messages of the given token lengths one
+// after the other from position 0, with live the positions from liveFrom
+// on (and the sink, the first 4).
+func layoutOf(lens []int, liveFrom int, cutAt map[int]int) engine.Layout {
+	var l engine.Layout
+	pos := 0
+	for i, n := range lens {
+		s := engine.Span{Start: pos, End: pos + n}
+		live := max(0, s.End-max(s.Start, liveFrom))
+		l.Messages = append(l.Messages, engine.MessageSpan{Index: i, Tokens: s, Live: live, Trimmed: n - live, CutAt: cutAt[i]})
+		pos += n
+	}
+	l.Seen = pos
+	l.Spans = []engine.Span{{Start: 0, End: 4}, {Start: liveFrom, End: pos}}
+	return l
+}
+
+// TestTranscriptTrimBoundary: a message wholly outside the live window is
+// dimmed and marked trimmed; the cut one shows a marker line where the
+// model's view begins (in its text, or after a paste's label when the cut
+// lies inside the paste); /stats lists both; an emptied cache forgets it.
+func TestTranscriptTrimBoundary(t *testing.T) {
+	tr := newTestTranscript(t, 100, 40)
+	label := "[pasted: 3,005 tokens, 3 KB]"
+	doc := strings.Repeat("d", 3000)
+	tr.add(turn{kind: turnUser, content: "first question", display: "first question"})
+	tr.add(turn{kind: turnAssistant, content: "first answer"})
+	tr.add(turn{kind: turnUser, content: "read " + doc + " now", display: "read " + label + " now", pastes: []pasteBlock{{Label: label, Content: doc}}})
+	tr.add(turn{kind: turnAssistant, content: "line one\n\nline two\n\nline three"})
+	_, turnOf := tr.conversation()
+	tr.applyLayout(layoutOf([]int{3, 3, 3005, 12}, 2950, map[int]int{2: 2900}), turnOf, -1)
+	s := flat(trScreen(tr))
+	for _, want := range []string{
+		"you · trimmed", "tiny · trimmed", "you · cut",
+		"✂ the model sees only the last 61 of this message's 3,005 tokens; the start is outside the live window",
+		"#1", "#4",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, label) > strings.Index(s, "✂ the model sees") {
+		t.Errorf("the marker comes before the paste it cuts:\n%s", s)
+	}
+	// A cut in plain text: the marker sits at the byte CutAt.
+	tr.applyLayout(engine.Layout{Messages: []engine.MessageSpan{{Index: 3, Tokens: engine.Span{Start: 3011, End: 3023}, Live: 6, Trimmed: 6, CutAt: len("line one\n\n")}}}, turnOf, -1)
+	s = flat(trScreen(tr))
+	one, mark, two := strings.Index(s, "line one"), strings.Index(s, "✂ above: 6 of its 12 tokens are outside the live window; the model sees from here"), strings.Index(s, "line two")
+	if one < 0 || mark < 0 || two < 0 || !(one < mark && mark < two) {
+		t.Errorf("marker not between the trimmed and the live text (%d %d %d):\n%s", one, mark, two, s)
+	}
+	lines := tr.windowLines()
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "window #1 you, #2 tiny: outside the live window") ||
+		!strings.Contains(lines[1], "#3 you: cut, 2,944 of its 3,005 tokens trimmed; the model sees the last 61") ||
+		!strings.Contains(lines[2], "#4 tiny: cut, 6 of its 12 tokens trimmed") {
+		t.Errorf("window lines %q", lines)
+	}
+	tr.clearSpans()
+	if s := trScreen(tr); strings.Contains(s, "trimmed") || strings.Contains(s, "✂") {
+		t.Errorf("an emptied cache still marks messages:\n%s", s)
+	}
+}
+
+// TestDisplayOffset maps content offsets to the display with pastes.
+func TestDisplayOffset(t *testing.T) {
+	tt := &turn{content: "ab PASTED-TEXT cd", display: "ab [p] cd", pastes: []pasteBlock{{Label: "[p]", Content: "PASTED-TEXT"}}}
+	for _, tc := range []struct {
+		at, want int
+		in       bool
+	}{{0, 0, false}, {2, 2, false}, {3, 3, true}, {10, 3, true}, {14, 6, false}, {16, 8, false}} {
+		if got, in := displayOffset(tt, tc.at); got != tc.want || in != tc.in {
+			t.Errorf("displayOffset(%d) = %d, %v; want %d, %v", tc.at, got, in, tc.want, tc.in)
+		}
+	}
+}
