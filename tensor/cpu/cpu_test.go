@@ -853,9 +853,15 @@ func TestXSplit(t *testing.T) {
 				}
 				got := make([]int16, 2*n)
 				xsplitSIMD(got, x, bits, scale)
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("bits %d n %d: assembly wrote %d at %d, Go %d", bits, n, got[i], i, want[i])
+				for i := range x {
+					blk, k := i&^31, i&31
+					j := k
+					if bits == 4 {
+						j = (k&1)*16 + k>>1
+					}
+					hi, lo := splitLimbIndex(i, n, bits)
+					if got[hi] != want[2*blk+j] || got[lo] != want[2*blk+32+j] {
+						t.Fatalf("bits %d n %d: x[%d]: SIMD split wrote limbs %d %d, Go %d %d", bits, n, i, got[hi], got[lo], want[2*blk+j], want[2*blk+32+j])
 					}
 				}
 			}

@@ -325,14 +325,18 @@ qi8block:
 
 
 // func q4x4NEON(w *byte, s, x *float32, xstride, groups, steps int, out *[4]float32)
+// x per 16 elements is permute16's [8 even][8 odd]; the low nibbles are
+// masked, the high ones shifted down.
 TEXT ·q4x4NEON(SB), NOSPLIT, $0-56
 	SETUP4
+	VMOVI $15, V30.B16
 q4x4group:
 	ZERO8
 	MOVD R4, R5
 q4x4step:
 	VLD1.P 8(R0), [V0.B8]
 	VUSHR  $4, V0.B8, V2.B8
+	VAND   V30.B16, V0.B16, V0.B16
 	VUXTL  V0.B8, V1.H8
 	VUXTL  V2.B8, V3.H8
 	VUXTL  V1.H4, V4.S4

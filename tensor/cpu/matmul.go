@@ -407,7 +407,7 @@ func xsplitGo(xq []int16, x []float32, bits int, scale float32) {
 			if bits == 4 {
 				j = (i&1)*16 + i>>1 // even elements, then odd ones
 			}
-			t := v * scale
+			t := float32(v * scale) // rounded here: no fused multiply-add with the lo limb below
 			h := float32(math.RoundToEven(float64(t)))
 			out[j] = int16(h)
 			out[32+j] = int16(math.RoundToEven(float64((t - h) * 32768)))

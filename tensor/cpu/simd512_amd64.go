@@ -178,13 +178,6 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	})
 }
 
-// xzLen is the int16 length of x in the block layout for rows of in: two
-// limbs of each 128-element block.
-func xzLen(in int) int { return 2 * ((in + 127) &^ 127) }
-
-// sxsLen is the float length of the per-group x factors for groups.
-func sxsLen(groups int) int { return (groups + 15) / 16 * 32 }
-
 // qzScratchLen is the float length of a worker's c buffer for a.
 func qzScratchLen(a qzArgs) int { return (4*a.cstride + 64) / 4 }
 

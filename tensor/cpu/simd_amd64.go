@@ -95,6 +95,17 @@ func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *flo
 	}
 }
 
+// splitLimbIndex is where xsplitSIMD puts the hi and lo limbs of element
+// i of a row of n (xsplitGo's layout).
+func splitLimbIndex(i, n, bits int) (hi, lo int) {
+	blk, k := i&^31, i&31
+	j := k
+	if bits == 4 {
+		j = (k&1)*16 + k>>1
+	}
+	return 2*blk + j, 2*blk + 32 + j
+}
+
 // xstatsSIMD writes the group sums of one row x into xs[:len(x)/gs] and
 // returns max |x| (gs a multiple of 8).
 func xstatsSIMD(xs, x []float32, gs int) float32 {

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"mlxchat/tensor"
@@ -93,21 +94,82 @@ func qmat4SIMD(bits int, w *byte, s, b, x, xs, dst *float32, rows, groups, gpad,
 	}
 }
 
-// qmatIntSIMD is the decode form for one x row quantized to int16 per
-// group (xq, scales sx; 4-bit layout per 32 values [16 even][16 odd]):
-// dst[t] = Σ_g s·sx·(Σ q·xq) + Σ_g b·xs over rows output rows.
-func qmatIntSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, sx, xs, dst *float32, rows, groups, gpad, wstride int) {
+// qmatSplitSIMD is the two-level decode form on NEON. xsplitSIMD put the
+// hi limbs of the row in the first groups·gs int16s of xq and the lo
+// limbs after them, each in the layout qi4dotNEON/qi8dotNEON read, so a
+// row is one exact integer pass per limb: dst[t] = sx·Σ_g s·(Σ q·hi) +
+// (sx/32768)·Σ_g s·(Σ q·lo) + Σ_g b·xs. The row-pairing and prefetch
+// arguments of the AVX2 kernels (pf, pw, ps, pd) do not apply here.
+func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
+	var hiBuf, loBuf [512]float32
+	sxHi, sxLo := hiBuf[:], loBuf[:]
+	if groups > len(hiBuf) {
+		sxHi, sxLo = make([]float32, groups), make([]float32, groups)
+	}
+	sxHi, sxLo = sxHi[:groups], sxLo[:groups]
+	for g := range sxHi {
+		sxHi[g], sxLo[g] = sx, sx/32768
+	}
+	lo := (*int16)(unsafe.Add(unsafe.Pointer(xq), 2*groups*gs))
 	for t := range rows {
 		wt := (*byte)(unsafe.Add(unsafe.Pointer(w), t*wstride))
 		st, bt := addF(s, 4*t*gpad), addF(b, 4*t*gpad)
 		var q float32
 		if bits == 4 {
-			q = qi4dotNEON(wt, st, xq, sx, groups, gs/32)
+			q = qi4dotNEON(wt, st, xq, &sxHi[0], groups, gs/32) + qi4dotNEON(wt, st, lo, &sxLo[0], groups, gs/32)
 		} else {
-			q = qi8dotNEON(wt, st, xq, sx, groups, gs/16)
+			q = qi8dotNEON(wt, st, xq, &sxHi[0], groups, gs/16) + qi8dotNEON(wt, st, lo, &sxLo[0], groups, gs/16)
 		}
 		*addF(dst, 4*t) = q + biasDot(bt, xs, gpad)
 	}
+}
+
+// xstatsSIMD writes the group sums of one row x into xs[:len(x)/gs] and
+// returns max |x|.
+func xstatsSIMD(xs, x []float32, gs int) float32 {
+	var mx float32
+	for g := range len(x) / gs {
+		var sum float32
+		for _, v := range x[g*gs : (g+1)*gs] {
+			sum += v
+			mx = max(mx, abs32(v))
+		}
+		xs[g] = sum
+	}
+	return mx
+}
+
+// xsplitSIMD splits x (a multiple of 32 long) into its hi limbs, written
+// to xq[:len(x)], and its lo limbs, written to xq[len(x):2·len(x)]
+// (xsplitGo's arithmetic), each per 32 elements in the order the NEON
+// decode kernels read: for 4 bits the 16 even-indexed elements then the
+// 16 odd ones, for 8 bits the natural order.
+func xsplitSIMD(xq []int16, x []float32, bits int, scale float32) {
+	n := len(x)
+	hi, lo := xq[:n:n], xq[n:2*n:2*n]
+	for blk := 0; blk+32 <= n; blk += 32 {
+		for i, v := range x[blk : blk+32] {
+			j := blk + i
+			if bits == 4 {
+				j = blk + (i&1)*16 + i>>1
+			}
+			t := float32(v * scale) // rounded here: no fused multiply-add with the lo limb below
+			h := float32(math.RoundToEven(float64(t)))
+			hi[j] = int16(h)
+			lo[j] = int16(math.RoundToEven(float64((t - h) * 32768)))
+		}
+	}
+}
+
+// splitLimbIndex is where xsplitSIMD puts the hi and lo limbs of element
+// i of a row of n.
+func splitLimbIndex(i, n, bits int) (hi, lo int) {
+	j := i
+	if bits == 4 {
+		blk, k := i&^31, i&31
+		j = blk + (k&1)*16 + k>>1
+	}
+	return j, n + j
 }
 
 // dotSIMD is dotF32 with the bulk done by dotNEON.

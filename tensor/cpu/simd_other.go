@@ -46,6 +46,10 @@ func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *flo
 	panic("cpu: SIMD kernel called without SIMD support")
 }
 
+func splitLimbIndex(i, n, bits int) (hi, lo int) {
+	panic("cpu: SIMD kernel called without SIMD support")
+}
+
 func xstatsSIMD(xs, x []float32, gs int) float32 {
 	panic("cpu: SIMD kernel called without SIMD support")
 }

@@ -70,7 +70,7 @@ func xzQuantizeFrom(xq []int16, sxs []float32, x []float32, gs, bits, g0 int) {
 		sxs[g/16*32+16+g%16] = sum
 		e0 := g * gs
 		for i, v := range blk {
-			t := v * inv
+			t := float32(v * inv) // rounded here: no fused multiply-add with the lo limb below
 			h := float32(math.RoundToEven(float64(t)))
 			j := xzIndex(e0+i, bits)
 			xq[j] = int16(h)
@@ -78,3 +78,10 @@ func xzQuantizeFrom(xq []int16, sxs []float32, x []float32, gs, bits, g0 int) {
 		}
 	}
 }
+
+// xzLen is the int16 length of x in the block layout for rows of in: two
+// limbs of each 128-element block.
+func xzLen(in int) int { return 2 * ((in + 127) &^ 127) }
+
+// sxsLen is the float length of the per-group x factors for groups.
+func sxsLen(groups int) int { return (groups + 15) / 16 * 32 }
