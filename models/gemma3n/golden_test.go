@@ -79,17 +79,34 @@ func readGolden(t *testing.T, dir string) *golden {
 // norm) moves logits by 1e-2 or more.
 const goldenTolerance = 1e-4
 
+// goldenFixtures are make_golden.py's fixtures with their tolerances. The
+// quantized ones (MLX affine codes in model.safetensors, the reference run
+// on exactly the dequantized weights) are held to issue 16's 1e-3: the
+// quantized kernels sum Σ_g s_g·Σq·x + b_g·Σx in other orders, and Gemma
+// 3n's activation sparsity (a hard top-k cut) can turn an ulp into a jump
+// (quant_test.go measured up to 1.3e-4); their prompts have no near ties
+// in the greedy steps, so the ids must still match exactly.
+var goldenFixtures = []struct {
+	name string
+	tol  float64
+}{
+	{"tiny_a", goldenTolerance},
+	{"tiny_b", goldenTolerance},
+	{"tiny_b_q8g128", 1e-3}, // 8-bit, group 128 everywhere
+	{"tiny_b_mixed", 1e-3},  // 4-bit g64 with 8-bit g32/64/128, 4-bit g128 and dense overrides
+}
+
 func TestGolden(t *testing.T) {
 	be := newBackend(t)
-	for _, name := range []string{"tiny_a", "tiny_b"} {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("testdata", name)
+	for _, fx := range goldenFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", fx.name)
 			needGolden(t, dir)
 			g := readGolden(t, dir)
 			m := load(t, dir, be)
 			vocab := m.Config().VocabSize
 			T, P := len(g.tokens), g.promptLen
-			tol := goldenTolerance * maxAbs(g.logits)
+			tol := fx.tol * maxAbs(g.logits)
 
 			// One-shot over the whole sequence, tracing layer outputs.
 			var layerDiff []float64
