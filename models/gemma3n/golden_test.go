@@ -81,19 +81,24 @@ const goldenTolerance = 1e-4
 
 // goldenFixtures are make_golden.py's fixtures with their tolerances. The
 // quantized ones (MLX affine codes in model.safetensors, the reference run
-// on exactly the dequantized weights) are held to issue 16's 1e-3: the
-// quantized kernels sum Σ_g s_g·Σq·x + b_g·Σx in other orders, and Gemma
-// 3n's activation sparsity (a hard top-k cut) can turn an ulp into a jump
-// (quant_test.go measured up to 1.3e-4); their prompts have no near ties
-// in the greedy steps, so the ids must still match exactly.
+// on exactly the dequantized weights) are held to the same 1e-4 where the
+// network allows it: the CPU's quantized products are float32-precise at
+// any row count (decode splits x into two int16 limbs, tensor/cpu/doc.go),
+// and tiny_b_q8g128 measures up to 6.8e-5. tiny_b_mixed's weights make a
+// network that amplifies float32 rounding (layer errors jump ~10x at its
+// first non-sparse layers): a dense F32 copy of exactly its dequantized
+// weights already lands 1.2e-4 from transformers (chunks of 7), and the
+// quantized model measures up to 2.2e-4 (chunks of 1), so it gets 3e-4.
+// Their prompts have no near ties in the greedy steps, so the ids must
+// match transformers' exactly.
 var goldenFixtures = []struct {
 	name string
 	tol  float64
 }{
 	{"tiny_a", goldenTolerance},
 	{"tiny_b", goldenTolerance},
-	{"tiny_b_q8g128", 1e-3}, // 8-bit, group 128 everywhere
-	{"tiny_b_mixed", 1e-3},  // 4-bit g64 with 8-bit g32/64/128, 4-bit g128 and dense overrides
+	{"tiny_b_q8g128", goldenTolerance}, // 8-bit, group 128 everywhere
+	{"tiny_b_mixed", 3e-4},             // 4-bit g64 with 8-bit g32/64/128, 4-bit g128 and dense overrides
 }
 
 func TestGolden(t *testing.T) {
@@ -106,7 +111,8 @@ func TestGolden(t *testing.T) {
 			m := load(t, dir, be)
 			vocab := m.Config().VocabSize
 			T, P := len(g.tokens), g.promptLen
-			tol := fx.tol * maxAbs(g.logits)
+			scale := maxAbs(g.logits)
+			tol := fx.tol * scale
 
 			// One-shot over the whole sequence, tracing layer outputs.
 			var layerDiff []float64
@@ -135,7 +141,9 @@ func TestGolden(t *testing.T) {
 			for _, chunk := range []int{1, 7, 64} {
 				got, _ := prefill(t, m, kvcache.DefaultOptions(), g.tokens, chunk)
 				if d := maxDiff(got, g.logits); d > tol {
-					t.Errorf("chunk %d: max |Δ| %.3g > %.3g", chunk, d, tol)
+					t.Errorf("chunk %d: max |Δ| %.3g > %.3g (%.2g of max |logit|)", chunk, d, tol, d/scale)
+				} else {
+					t.Logf("chunk %d: max |Δ| %.2g of max |logit|", chunk, d/scale)
 				}
 			}
 

@@ -127,18 +127,22 @@ func quantizePair(t *testing.T, src string, bits, group int, overrides ...quantO
 }
 
 // quantTolerance bounds quantized-vs-dequantized logits (prompt and
-// decode) relative to the largest logit: issue 16's 1e-3. Both models hold
-// the same float32 weights (scale·q + bias is exact in float32 for BF16
-// scales and 4/8-bit codes); the CPU kernels only round differently: they
-// sum Σ_g s_g·Σq·x + b_g·Σx (MLX's formula) or sum in another order, and
-// decode splits x into two int16 limbs, as precise as float32. Those
-// ulp-level differences grow through the layers, and Gemma 3n's
-// activation sparsity (a hard top-k cut-off) turns a value that lands on
-// the other side of the cut into a jump: measured 1e-5 to 1.3e-4 here
-// (tiny_b 4-bit g32 the largest), and ~1.2e-3 over 12 decode steps while
-// decode rounded x to one int16 per group. A wrong scale, bias, group or
-// nibble order moves logits by O(1), and the greedy ids must agree too.
-const quantTolerance = 1e-3
+// decode) relative to the largest logit. Both models hold the same
+// float32 weights (scale·q + bias is exact in float32 for BF16 scales and
+// 4/8-bit codes); the CPU kernels only round differently: they sum
+// Σ_g s_g·Σq·x + b_g·Σx (MLX's formula) or sum in another order, and
+// decode splits x into two int16 limbs, as precise as float32. A wrong
+// scale, bias, group or nibble order moves logits by O(1).
+const quantTolerance = 1e-4
+
+// illConditioned is the bound for tiny_b at 4-bit g32, whose prompt
+// measures 1.3e-4 (decode 3e-5): the layer outputs of its second prompt
+// row differ by 6.5e-7 after layer 0, a float32 rounding, and its
+// non-sparse layers 3-7 amplify that about 200 times. The network, not the
+// kernels, does it: the dense dequantized model alone, prefilled in chunks
+// of 1 instead of 40 (only the order of float32 sums changes), differs
+// from itself by 4.7e-5, growing the same way from 1.8e-7 after layer 0.
+const illConditioned = 3e-4
 
 // TestQuantizedMatchesDequantized runs a model quantized with the project's
 // MLX quantizer against a dense model holding exactly the dequantized
@@ -157,14 +161,15 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 		src         string
 		bits, group int
 		overrides   []quantOverride
+		tol         float64 // 0: quantTolerance
 	}{
-		{"synthetic 4-bit g64", "", 4, 64, nil},
-		{"golden tiny_a 4-bit g64 (mixed dense)", filepath.Join("testdata", "tiny_a"), 4, 64, nil},
-		{"golden tiny_b 8-bit g32", filepath.Join("testdata", "tiny_b"), 8, 32, nil},
-		{"golden tiny_b 8-bit g128", filepath.Join("testdata", "tiny_b"), 8, 128, nil},
-		{"golden tiny_b 4-bit g32", filepath.Join("testdata", "tiny_b"), 4, 32, nil},
-		{"golden tiny_b mixed 4/8-bit, g32/64/128, dense", filepath.Join("testdata", "tiny_b"), 4, 64, mixed},
-		{"golden tiny_a mixed 4/8-bit, g32/64/128, dense", filepath.Join("testdata", "tiny_a"), 4, 64, mixed},
+		{"synthetic 4-bit g64", "", 4, 64, nil, 0},
+		{"golden tiny_a 4-bit g64 (mixed dense)", filepath.Join("testdata", "tiny_a"), 4, 64, nil, 0},
+		{"golden tiny_b 8-bit g32", filepath.Join("testdata", "tiny_b"), 8, 32, nil, 0},
+		{"golden tiny_b 8-bit g128", filepath.Join("testdata", "tiny_b"), 8, 128, nil, 0},
+		{"golden tiny_b 4-bit g32", filepath.Join("testdata", "tiny_b"), 4, 32, nil, illConditioned},
+		{"golden tiny_b mixed 4/8-bit, g32/64/128, dense", filepath.Join("testdata", "tiny_b"), 4, 64, mixed, 0},
+		{"golden tiny_a mixed 4/8-bit, g32/64/128, dense", filepath.Join("testdata", "tiny_a"), 4, 64, mixed, 0},
 	}
 	be := newBackend(t)
 	for _, tc := range cases {
@@ -188,11 +193,18 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 			want, dc := prefill(t, dm, kvcache.DefaultOptions(), ids, 16)
 			got, qc := prefill(t, qm, kvcache.DefaultOptions(), ids, 16)
 			scale := maxAbs(want)
-			if d := maxDiff(got, want); d > quantTolerance*scale {
-				t.Fatalf("prompt logits differ by %.3g > %.3g", d, quantTolerance*scale)
+			tol := quantTolerance * scale
+			if tc.tol > 0 {
+				tol = tc.tol * scale
+			}
+			if d := maxDiff(got, want); d > tol {
+				t.Fatalf("prompt logits differ by %.3g > %.3g (%.2g of max |logit|)", d, tol, d/scale)
+			} else {
+				t.Logf("prompt logits: max |Δ| %.2g of max |logit|", d/scale)
 			}
 			vocab := qm.Config().VocabSize
 			next := argmax(want[len(want)-vocab:])
+			worst := 0.0
 			for step := 0; step < 12; step++ {
 				a, err := dm.Forward(dc, []int32{next}, true)
 				if err != nil {
@@ -202,17 +214,21 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := maxDiff(b.F32(), a.F32()); d > quantTolerance*scale {
-					t.Fatalf("decode step %d: logits differ by %.3g", step, d)
+				d := maxDiff(b.F32(), a.F32())
+				if d > tol {
+					t.Fatalf("decode step %d: logits differ by %.3g > %.3g", step, d, tol)
 				}
-				// The greedy ids must agree wherever the dense top two
-				// logits are further apart than the tolerance allows the
-				// quantized ones to move (tiny_b has near ties).
-				if argmax(b.F32()) != argmax(a.F32()) && topGap(a.F32()) > 2*quantTolerance*scale {
-					t.Fatalf("decode step %d: greedy ids differ (top-2 gap %.3g)", step, topGap(a.F32()))
+				worst = max(worst, d)
+				// Same weights, float32-precise products: the greedy ids
+				// agree exactly (the independent check, against
+				// transformers' ids, is TestGolden's on tiny_b_q8g128 and
+				// tiny_b_mixed).
+				if ga, gb := argmax(a.F32()), argmax(b.F32()); ga != gb {
+					t.Fatalf("decode step %d: greedy id %d, dequantized model %d (top-2 gap %.3g)", step, gb, ga, topGap(a.F32()))
 				}
 				next = argmax(a.F32())
 			}
+			t.Logf("12 decode steps: max |Δ| %.2g of max |logit|", worst/scale)
 			if qm.WeightBytes() >= dm.WeightBytes() {
 				t.Errorf("quantized weight bytes %d not below dense %d", qm.WeightBytes(), dm.WeightBytes())
 			}

@@ -3,7 +3,6 @@ package llama
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"mlxchat/models/familytest"
@@ -36,7 +35,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { m.Close() })
-			g := familytest.Check(t, m, filepath.Join(dir, "golden.safetensors"), strings.Contains(name, "_q"))
+			g := familytest.Check(t, m, filepath.Join(dir, "golden.safetensors"))
 			familytest.CheckLayout(t, g, m.Decoder)
 			if info := m.Config(); !slices.Equal(info.StopIDs, tc.stops) || info.BOSID != tc.bos {
 				t.Errorf("stop ids %v, bos %d; want %v, %d", info.StopIDs, info.BOSID, tc.stops, tc.bos)
