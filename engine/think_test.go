@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"mlxchat/models/synth"
 	"mlxchat/tensor/cpu"
@@ -187,6 +188,94 @@ func TestQwen3Thinking(t *testing.T) {
 	}
 	if len(fed) < len(tail) || !equalIDs(fed[len(fed)-len(tail):], tail) {
 		t.Fatalf("prompt with NoThinking ends %v, want %v", fed[max(0, len(fed)-len(tail)):], tail)
+	}
+}
+
+// TestQwen3ThinkingCancelled cancels Qwen 3 (real template and
+// tokenizer) while it is still reasoning, before any answer text: Done
+// carries the streamed reasoning and no answer, and the partial turn
+// (empty content, its reasoning) goes back through the template, which
+// renders the reasoning for the last turn and drops it once a new user
+// message follows, and the next Generate runs.
+func TestQwen3ThinkingCancelled(t *testing.T) {
+	dir := qwen3Dir(t)
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	b, err := LoadBundle(dir, be, "qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := &watchModel{Model: b.Model}
+	b.Model = wm
+	e, err := FromBundle(b, Options{Settings: Settings{MaxTokens: 200, NoLoopDetect: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(context.Background())
+	t.Cleanup(e.Close)
+	// The model writes <think>\n then plans forever; no </think> comes.
+	script, err := e.w.tok.Encode("<think>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, err := e.w.tok.Encode("\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script = append(script, nl...)
+	for len(script) < 200 {
+		ids, err := e.w.tok.Encode(" Let me think.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		script = append(script, ids...)
+	}
+	wm.force = map[int]int32{}
+	for i, id := range script {
+		wm.force[i+1] = id
+	}
+	wm.delay = 5 * time.Millisecond
+	var id RequestID
+	reasoned := 0
+	id = e.Submit(Generate{Conversation: []Message{user("Hi!")}})
+	r := await(t, e, id, func(ev Event) {
+		if tk, ok := ev.(Token); ok && tk.Reasoning {
+			if reasoned++; reasoned == 3 {
+				e.Submit(Cancel{ID: id})
+			}
+		}
+	})
+	if r.err != nil || r.done == nil {
+		t.Fatalf("generate: %+v", r)
+	}
+	d := r.done
+	var reasoning string
+	for _, ev := range r.events {
+		if tk, ok := ev.(Token); ok {
+			if !tk.Reasoning {
+				t.Fatalf("answer text %q streamed while thinking", tk.Text)
+			}
+			reasoning += tk.Text
+		}
+	}
+	if d.Reason != DoneCancelled || d.Text != "" || d.Reasoning == "" || d.Reasoning != reasoning || d.Tokens >= 190 {
+		t.Fatalf("done %s after %d tokens: text %q reasoning %q, streamed %q", d.Reason, d.Tokens, d.Text, d.Reasoning, reasoning)
+	}
+	if !strings.HasPrefix(d.Reasoning, " Let me think.") {
+		t.Fatalf("reasoning %q, want the planned text", d.Reasoning)
+	}
+	wm.delay = 0
+	partial := Message{Role: RoleAssistant, Reasoning: d.Reasoning}
+	last := mustRender(t, e, []Message{user("Hi!"), partial})
+	if !strings.Contains(last, "<|im_start|>assistant\n<think>\n"+d.Reasoning+"\n</think>") {
+		t.Fatalf("the stopped turn's reasoning is not rendered:\n%s", last)
+	}
+	wm.mu.Lock()
+	wm.force = map[int]int32{}
+	wm.mu.Unlock()
+	next := await(t, e, e.Submit(Generate{Conversation: []Message{user("Hi!"), partial, user("Go on.")}, Settings: &Settings{MaxTokens: 2, NoLoopDetect: true}}), nil)
+	if next.err != nil || next.done == nil {
+		t.Fatalf("the turn after the stopped one: %+v", next)
 	}
 }
 

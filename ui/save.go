@@ -48,7 +48,7 @@ func (m *model) snapshot() conversationFile {
 		case turnAssistant:
 			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning}
 			if t.stream != nil {
-				if t.stream.text == "" {
+				if t.stream.text == "" && strings.TrimSpace(t.reasoning) == "" {
 					continue // nothing streamed yet: the question stays unanswered
 				}
 				sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted

@@ -173,9 +173,10 @@ func (m *model) streamed(e engine.Token) {
 }
 
 // endRequest closes the answer of the request in flight (its Done or
-// Error). An answer that never produced text is removed together with its
-// question, which goes back into the editor, so nothing is lost and the
-// chat keeps alternating roles.
+// Error). An answer that never produced text nor reasoning is removed
+// together with its question, which goes back into the editor, so nothing
+// is lost and the chat keeps alternating roles; one stopped while the
+// model was still thinking keeps its reasoning (an answer without text).
 func (m *model) endRequest(text string, reason engine.DoneReason, err error) {
 	r := m.req
 	m.req = nil
@@ -188,7 +189,8 @@ func (m *model) endRequest(text string, reason engine.DoneReason, err error) {
 	if text == "" && t.stream != nil {
 		text = t.stream.text
 	}
-	if text == "" && (err != nil || reason == engine.DoneCancelled) {
+	thought := strings.TrimSpace(t.reasoning) != ""
+	if text == "" && !thought && (err != nil || reason == engine.DoneCancelled) {
 		m.restoreQuestion(r.turn, err)
 		return
 	}
@@ -201,6 +203,10 @@ func (m *model) endRequest(text string, reason engine.DoneReason, err error) {
 		m.setError(fmt.Errorf("answer failed: %w", err))
 	case reason == engine.DoneCancelled && quitting:
 		t.partial, t.note = true, noteInterrupted // the chat is ending, the user did not stop it
+	case reason == engine.DoneCancelled && text == "":
+		// Stopped while thinking: the reasoning so far stays, folded.
+		t.partial, t.note = true, "stopped"
+		m.setNotice("stopped while thinking; the reasoning so far is kept")
 	case reason == engine.DoneCancelled:
 		t.partial, t.note = true, "stopped"
 		m.setNotice("stopped; the partial answer is kept")

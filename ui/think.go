@@ -13,7 +13,9 @@ import (
 // as a dimmed part folded above the answer (Ctrl+O unfolds every fold),
 // the turn keeps it and sends it back as engine.Message.Reasoning (the
 // template decides what past reasoning the model sees), conversation
-// files save it, and /think on|off asks the template for reasoning or
+// files save it (also while it streams, and when the model was stopped
+// while thinking: an answer without text, its fold titled "stopped while
+// thinking"), and /think on|off asks the template for reasoning or
 // none (engine.Settings.NoThinking).
 
 // thinkingSegment is the folded part for a turn's reasoning; ok is false
@@ -23,7 +25,11 @@ func thinkingSegment(t *turn) (segment, bool) {
 	if r == "" {
 		return segment{}, false
 	}
-	return segment{folded: true, dim: true, title: "thought · " + wordCount(r), text: r}, true
+	state := "thought"
+	if t.partial && t.content == "" {
+		state = "stopped while thinking" // no answer text came
+	}
+	return segment{folded: true, dim: true, title: state + " · " + wordCount(r), text: r}, true
 }
 
 // wordCount is "N words" (or "1 word") for a fold's title.

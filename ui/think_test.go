@@ -121,3 +121,66 @@ func TestThinkCommand(t *testing.T) {
 		t.Fatalf("/think off without a switch was not refused:\n%s", screen(m2))
 	}
 }
+
+// TestThinkingStopped: Esc while the model is still thinking, before any
+// answer text, keeps the turn with its reasoning folded and dimmed like
+// finished reasoning and marked stopped (the question does not go back to
+// the editor); the autosave keeps it (also while it streams), loading the
+// file brings it back, and the next Generate sends it as
+// Message.Reasoning of an answer without text.
+func TestThinkingStopped(t *testing.T) {
+	m, fe := newTestModel(t)
+	readyThinking(m, true)
+	_, id := send(t, m, fe, "hi")
+	events(m,
+		engine.Token{Header: hdr(id, time.Second), Text: "The user greets me.", Tokens: 6, Reasoning: true},
+		engine.Token{Header: hdr(id, 2*time.Second), Text: " I should", Tokens: 8, Reasoning: true},
+	)
+	m.autosave()
+	c := readConv(t, m.files.saver.currentPath())
+	if len(c.Messages) != 2 || c.Messages[1].Reasoning != "The user greets me. I should" || !c.Messages[1].Partial || c.Messages[1].Note != noteInterrupted {
+		t.Fatalf("autosave while thinking lost the reasoning: %#v", c.Messages)
+	}
+	press(m, tea.KeyEsc)
+	if cl, _ := lastOf[engine.Cancel](t, fe); cl.ID != id {
+		t.Fatalf("Cancel id %d, want %d", cl.ID, id)
+	}
+	events(m, engine.Done{Header: hdr(id, 3*time.Second), Reason: engine.DoneCancelled, Reasoning: "The user greets me. I should", Tokens: 8})
+	s := screen(m)
+	if !strings.Contains(s, "▸ stopped while thinking · 6 words (Ctrl+O shows them)") || strings.Contains(s, "greets me") ||
+		!strings.Contains(s, "· stopped") || !strings.Contains(s, "stopped while thinking; the reasoning so far is kept") {
+		t.Fatalf("stopped reasoning not kept folded and marked:\n%s", s)
+	}
+	if m.ed.value() != "" {
+		t.Fatalf("the question went back to the editor (%q) although the turn is kept", m.ed.value())
+	}
+	press(m, tea.KeyCtrlO)
+	if s := screen(m); !strings.Contains(s, "The user greets me. I should") || !strings.Contains(s, "▾ stopped while thinking") {
+		t.Fatalf("Ctrl+O does not show the stopped reasoning:\n%s", s)
+	}
+	press(m, tea.KeyCtrlO)
+	c = readConv(t, m.files.saver.currentPath())
+	if len(c.Messages) != 2 || c.Messages[1].Reasoning != "The user greets me. I should" || c.Messages[1].Content != "" || !c.Messages[1].Partial || c.Messages[1].Note != "stopped" {
+		t.Fatalf("autosave messages %#v", c.Messages)
+	}
+	// Loading the file brings the stopped reasoning back, folded.
+	m2, _ := newTestModel(t)
+	readyThinking(m2, true)
+	dst := filepath.Join(t.TempDir(), "c.json")
+	data, err := os.ReadFile(m.files.saver.currentPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typeText(m2, "/load "+dst)
+	enter(m2)
+	if s := screen(m2); !strings.Contains(s, "▸ stopped while thinking · 6 words") || !strings.Contains(s, "partial · stopped") {
+		t.Fatalf("loaded conversation lost the stopped reasoning:\n%s", s)
+	}
+	g, _ := send(t, m, fe, "go on")
+	if len(g.Conversation) != 3 || g.Conversation[1] != (engine.Message{Role: "assistant", Reasoning: "The user greets me. I should"}) {
+		t.Fatalf("next Generate conversation = %#v", g.Conversation)
+	}
+}
