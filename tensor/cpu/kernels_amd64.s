@@ -1079,3 +1079,190 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// Prefill (AVX2): dq4AVX/dq8AVX dequantize rows of weights to float32,
+// w = s·q + b with one rounding (FMA), in dqz4/dqz8's order (4 bits: per
+// 32 elements the low nibbles of 16 bytes, then their high nibbles), and
+// sgemm6x16AVX multiplies six such rows by one panel of 16 x rows.
+
+// func dq4AVX(w *byte, s, b, dst *float32, groups, steps int)   (steps = group size / 32)
+TEXT ·dq4AVX(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), AX
+	MOVQ         s+8(FP), SI
+	MOVQ         b+16(FP), R8
+	MOVQ         dst+24(FP), DI
+	MOVQ         groups+32(FP), CX
+	VPBROADCASTD nibd2<>(SB), Y15
+	TESTQ        CX, CX
+	JZ           done
+
+grp:
+	VBROADCASTSS (SI), Y13
+	VBROADCASTSS (R8), Y14
+	MOVQ         steps+40(FP), R9
+
+step:
+	VPMOVZXBD   (AX), Y0
+	VPMOVZXBD   8(AX), Y1
+	VPSRLD      $4, Y0, Y2
+	VPSRLD      $4, Y1, Y3
+	VPAND       Y15, Y0, Y0
+	VPAND       Y15, Y1, Y1
+	VCVTDQ2PS   Y0, Y0
+	VCVTDQ2PS   Y1, Y1
+	VCVTDQ2PS   Y2, Y2
+	VCVTDQ2PS   Y3, Y3
+	VFMADD213PS Y14, Y13, Y0
+	VFMADD213PS Y14, Y13, Y1
+	VFMADD213PS Y14, Y13, Y2
+	VFMADD213PS Y14, Y13, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $16, AX
+	ADDQ        $128, DI
+	DECQ        R9
+	JNZ         step
+	ADDQ        $4, SI
+	ADDQ        $4, R8
+	DECQ        CX
+	JNZ         grp
+
+done:
+	VZEROUPPER
+	RET
+
+// func dq8AVX(w *byte, s, b, dst *float32, groups, steps int)   (steps = group size / 32)
+TEXT ·dq8AVX(SB), NOSPLIT, $0-48
+	MOVQ  w+0(FP), AX
+	MOVQ  s+8(FP), SI
+	MOVQ  b+16(FP), R8
+	MOVQ  dst+24(FP), DI
+	MOVQ  groups+32(FP), CX
+	TESTQ CX, CX
+	JZ    done
+
+grp:
+	VBROADCASTSS (SI), Y13
+	VBROADCASTSS (R8), Y14
+	MOVQ         steps+40(FP), R9
+
+step:
+	VPMOVZXBD   (AX), Y0
+	VPMOVZXBD   8(AX), Y1
+	VPMOVZXBD   16(AX), Y2
+	VPMOVZXBD   24(AX), Y3
+	VCVTDQ2PS   Y0, Y0
+	VCVTDQ2PS   Y1, Y1
+	VCVTDQ2PS   Y2, Y2
+	VCVTDQ2PS   Y3, Y3
+	VFMADD213PS Y14, Y13, Y0
+	VFMADD213PS Y14, Y13, Y1
+	VFMADD213PS Y14, Y13, Y2
+	VFMADD213PS Y14, Y13, Y3
+	VMOVUPS     Y0, (DI)
+	VMOVUPS     Y1, 32(DI)
+	VMOVUPS     Y2, 64(DI)
+	VMOVUPS     Y3, 96(DI)
+	ADDQ        $32, AX
+	ADDQ        $128, DI
+	DECQ        R9
+	JNZ         step
+	ADDQ        $4, SI
+	ADDQ        $4, R8
+	DECQ        CX
+	JNZ         grp
+
+done:
+	VZEROUPPER
+	RET
+
+// One inner index of sgemm6x16AVX at byte offsets po into the panel and
+// wo into the weight rows: two vectors of 8 x rows, each weight row's
+// value broadcast once and multiplied with both.
+#define G6(po, wo) \
+	VMOVUPS      po(SI), Y12; \
+	VMOVUPS      po+32(SI), Y13; \
+	VBROADCASTSS wo(DI), Y14; \
+	VFMADD231PS  Y12, Y14, Y0; \
+	VFMADD231PS  Y13, Y14, Y1; \
+	VBROADCASTSS wo(DI)(R12*1), Y15; \
+	VFMADD231PS  Y12, Y15, Y2; \
+	VFMADD231PS  Y13, Y15, Y3; \
+	VBROADCASTSS wo(DI)(R12*2), Y14; \
+	VFMADD231PS  Y12, Y14, Y4; \
+	VFMADD231PS  Y13, Y14, Y5; \
+	VBROADCASTSS wo(R8), Y15; \
+	VFMADD231PS  Y12, Y15, Y6; \
+	VFMADD231PS  Y13, Y15, Y7; \
+	VBROADCASTSS wo(R8)(R12*1), Y14; \
+	VFMADD231PS  Y12, Y14, Y8; \
+	VFMADD231PS  Y13, Y14, Y9; \
+	VBROADCASTSS wo(R8)(R12*2), Y15; \
+	VFMADD231PS  Y12, Y15, Y10; \
+	VFMADD231PS  Y13, Y15, Y11
+
+// Store (or add to) one result row of 16 floats at (BX).
+#define C6ST(a, b) VMOVUPS a, (BX); VMOVUPS b, 32(BX); ADDQ R13, BX
+#define C6ACC(a, b) VADDPS (BX), a, a; VADDPS 32(BX), b, b; VMOVUPS a, (BX); VMOVUPS b, 32(BX); ADDQ R13, BX
+
+// func sgemm6x16AVX(xt *float32, pstride int, w *float32, wstride, k int, c *float32, cstride, accumulate int)
+// c[j*cstride + r] (=|+=) Σ_k w[j*wstride + k]·xt[16k + r] for six weight
+// rows j and the 16 rows r of one panel (strides in bytes; k even;
+// pstride is unused, for the common kernel signature).
+TEXT ·sgemm6x16AVX(SB), NOSPLIT, $0-64
+	MOVQ   xt+0(FP), SI
+	MOVQ   w+16(FP), DI
+	MOVQ   wstride+24(FP), R12
+	MOVQ   k+32(FP), CX
+	LEAQ   (R12)(R12*2), AX
+	LEAQ   (DI)(AX*1), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SHRQ   $1, CX
+	JZ     store
+
+loop:
+	G6(0, 0)
+	G6(64, 4)
+	ADDQ $128, SI
+	ADDQ $8, DI
+	ADDQ $8, R8
+	DECQ CX
+	JNZ  loop
+
+store:
+	MOVQ  c+40(FP), BX
+	MOVQ  cstride+48(FP), R13
+	MOVQ  accumulate+56(FP), DX
+	TESTQ DX, DX
+	JZ    plain
+	C6ACC(Y0, Y1)
+	C6ACC(Y2, Y3)
+	C6ACC(Y4, Y5)
+	C6ACC(Y6, Y7)
+	C6ACC(Y8, Y9)
+	C6ACC(Y10, Y11)
+	VZEROUPPER
+	RET
+
+plain:
+	C6ST(Y0, Y1)
+	C6ST(Y2, Y3)
+	C6ST(Y4, Y5)
+	C6ST(Y6, Y7)
+	C6ST(Y8, Y9)
+	C6ST(Y10, Y11)
+	VZEROUPPER
+	RET

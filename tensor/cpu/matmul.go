@@ -112,6 +112,12 @@ func groupSums(sums, x []float32, n, in, gs, stride int) {
 // per row.
 const minGemmRows = 4
 
+// minPanelRows is the number of x rows from which the AVX2 path
+// dequantizes weight tiles to float32 and multiplies them with panels of
+// x (matmulPanels) instead of running the four-row kernels, which
+// convert every weight again for each block of four rows.
+const minPanelRows = 16
+
 // matmulQuant multiplies by an affine-quantized matrix with the best
 // kernels this backend has for it.
 func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
@@ -127,6 +133,9 @@ func (b *Backend) matmulQuant(dst, x []float32, n int, w *tensor.Matrix) error {
 		return nil
 	}
 	if b.simd && (w.Bits == 4 || w.Bits == 8) && (gs == 32 || gs == 64 || gs == 128) {
+		if n >= minPanelRows && b.matmulPanelsAVX2(dst, x, n, w) {
+			return nil
+		}
 		if b.matmulQuantSIMD(dst, x, n, w) {
 			return nil
 		}

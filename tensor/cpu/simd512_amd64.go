@@ -241,10 +241,15 @@ func dqz8(w *byte, s, b, dst *float32, groups, steps int)
 // into wt (dqz4's order for 4 bits) and zeroes the padding rows up to cols.
 // s and bias are scratch for rows·groups scales and biases.
 func dequantTile(wt, s, bias []float32, w *tensor.Matrix, t0, rows, cols, ld int) {
+	dequantTileWith(dqz4, dqz8, wt, s, bias, w, t0, rows, cols, ld)
+}
+
+// dequantTileWith is dequantTile with the row kernels dq4 (4 bits) and dq8.
+func dequantTileWith(dq4, dq8 dequantKernel, wt, s, bias []float32, w *tensor.Matrix, t0, rows, cols, ld int) {
 	groups := w.In / w.GroupSize
-	dq := dqz8
+	dq := dq8
 	if w.Bits == 4 {
-		dq = dqz4
+		dq = dq4
 	}
 	wstride := w.In * w.Bits / 8
 	convertRows(s, w.Scales, t0, rows, groups, groups, true)
@@ -341,12 +346,45 @@ func sgemm12x16(xt *float32, pstride int, w *float32, wstride, k int, c *float32
 //go:noescape
 func sgemm12x32(xt *float32, pstride int, w *float32, wstride, k int, c *float32, cstride, accumulate int)
 
-// matmul512Panels is matmul512 for 16 or more x rows: x is transposed once
-// into panels of 16 rows (16 floats per inner index), so the 12x32 block
-// kernel broadcasts each weight and multiplies two whole panels, with no
-// horizontal sums; results of a tile are transposed into dst.
+// dequantKernel writes one weight row as float32 (dqz4/dqz8, dq4AVX/dq8AVX).
+type dequantKernel func(w *byte, s, b, dst *float32, groups, steps int)
+
+// sgemmKernel multiplies a block of dequantized weight rows with one or
+// two x panels (sgemm12x16/sgemm12x32, sgemm6x16AVX).
+type sgemmKernel func(xt *float32, pstride int, w *float32, wstride, k int, c *float32, cstride, accumulate int)
+
+// panelKernels is one instruction set's kernels for matmulPanels: block
+// weight rows per register block; pair covers two panels (nil: none),
+// single one panel.
+type panelKernels struct {
+	block        int
+	dq4, dq8     dequantKernel
+	pair, single sgemmKernel
+}
+
+// panels512 are the AVX-512 panel kernels: 12 weight rows by two panels
+// of 16 x rows (24 of the 32 zmm registers accumulate).
+var panels512 = panelKernels{block: 12, dq4: dqz4, dq8: dqz8, pair: sgemm12x32, single: sgemm12x16}
+
+// panelsAVX2 are the AVX2 ones: 6 weight rows by one panel of 16 x rows
+// (12 of the 16 ymm registers accumulate).
+var panelsAVX2 = panelKernels{block: 6, dq4: dq4AVX, dq8: dq8AVX, single: sgemm6x16AVX}
+
+// matmul512Panels is matmul512 for 16 or more x rows.
 func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
+	b.matmulPanels(dst, x, n, w, panels512)
+}
+
+// matmulPanels multiplies 16 or more x rows by a quantized matrix with
+// float arithmetic: x is transposed once into panels of 16 rows (16
+// floats per inner index), each worker dequantizes tiles of weight rows
+// that fit in L2 to float32 (w = s·q + b) and the block kernel broadcasts
+// each weight and multiplies whole panels, with no horizontal sums;
+// results of a tile are transposed into dst. The group size must be a
+// multiple of 32.
+func (b *Backend) matmulPanels(dst, x []float32, n int, w *tensor.Matrix, kern panelKernels) {
 	in, out, gs, bits := w.In, w.Out, w.GroupSize, w.Bits
+	jb := kern.block
 	groups := in / gs
 	nPad := (n + 15) &^ 15
 	panels := nPad / 16
@@ -379,12 +417,12 @@ func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
 			interleave16(xt[p*pst:p*pst+in*16], rows, in)
 		}
 	})
-	tile := max(12, (256<<10)/(in*4)/12*12)
+	tile := max(jb, (256<<10)/(in*4)/jb*jb)
 	// Slices of the inner dimension keep every panel's part in L2 and the
-	// twelve weight rows' part in L1.
+	// block's weight rows' part in L1.
 	kslice := min(in, max(64, (256<<10)/(nPad*4)&^15))
-	b.pool.splitParts(out, 12, 4*b.threads, func(lo, hi int) {
-		rowsMax := min(tile, (hi-lo+11)/12*12)
+	b.pool.splitParts(out, jb, 4*b.threads, func(lo, hi int) {
+		rowsMax := min(tile, (hi-lo+jb-1)/jb*jb)
 		wtBuf := b.getBuf(rowsMax * ldw)
 		defer b.putBuf(wtBuf)
 		wt := *wtBuf
@@ -403,22 +441,24 @@ func (b *Backend) matmul512Panels(dst, x []float32, n int, w *tensor.Matrix) {
 			s1 := min(hi, s0+span)
 			for t0 := s0; t0 < s1; t0 += rowsMax {
 				rows := min(rowsMax, s1-t0)
-				cols := (rows + 11) / 12 * 12
+				cols := (rows + jb - 1) / jb * jb
 				c := (*cBuf)[(t0-s0)*nPad:]
-				dequantTile(wt, s, bias, w, t0, rows, cols, ldw)
+				dequantTileWith(kern.dq4, kern.dq8, wt, s, bias, w, t0, rows, cols, ldw)
 				for k0 := 0; k0 < in; k0 += kslice {
 					kl := min(kslice, in-k0)
 					acc := 0
 					if k0 > 0 {
 						acc = 1
 					}
-					for j0 := 0; j0 < cols; j0 += 12 {
+					for j0 := 0; j0 < cols; j0 += jb {
 						p := 0
-						for ; p+2 <= panels; p += 2 {
-							sgemm12x32(&xt[p*pst+k0*16], pst*4, &wt[j0*ldw+k0], ldw*4, kl, &c[j0*nPad+p*16], nPad*4, acc)
+						if kern.pair != nil {
+							for ; p+2 <= panels; p += 2 {
+								kern.pair(&xt[p*pst+k0*16], pst*4, &wt[j0*ldw+k0], ldw*4, kl, &c[j0*nPad+p*16], nPad*4, acc)
+							}
 						}
-						if p < panels {
-							sgemm12x16(&xt[p*pst+k0*16], pst*4, &wt[j0*ldw+k0], ldw*4, kl, &c[j0*nPad+p*16], nPad*4, acc)
+						for ; p < panels; p++ {
+							kern.single(&xt[p*pst+k0*16], pst*4, &wt[j0*ldw+k0], ldw*4, kl, &c[j0*nPad+p*16], nPad*4, acc)
 						}
 					}
 				}

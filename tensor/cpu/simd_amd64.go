@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"mlxchat/tensor"
 )
 
 // haveSIMD reports whether the AVX2/FMA/F16C kernels can run here.
@@ -52,6 +54,17 @@ func q4x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride
 
 //go:noescape
 func q8x4(w *byte, s, b, x, xs, dst *float32, rows, groups, gpad, steps, wstride, dstride, xstride, xsstride int)
+
+// Prefill panel kernels (kernels_amd64.s; matmulPanels with panelsAVX2).
+
+//go:noescape
+func dq4AVX(w *byte, s, b, dst *float32, groups, steps int)
+
+//go:noescape
+func dq8AVX(w *byte, s, b, dst *float32, groups, steps int)
+
+//go:noescape
+func sgemm6x16AVX(xt *float32, pstride int, w *float32, wstride, k int, c *float32, cstride, accumulate int)
 
 //go:noescape
 func dotAVX(a, b *float32, n int) float32
@@ -290,4 +303,11 @@ func geluSIMD(dst, src []float32) {
 	for i := m; i < n; i++ {
 		dst[i] = geluTanh(src[i])
 	}
+}
+
+// matmulPanelsAVX2 is matmulPanels with the AVX2 kernels; it reports
+// whether it took the call (always, on amd64).
+func (b *Backend) matmulPanelsAVX2(dst, x []float32, n int, w *tensor.Matrix) bool {
+	b.matmulPanels(dst, x, n, w, panelsAVX2)
+	return true
 }

@@ -256,3 +256,6 @@ func geluSIMD(dst, src []float32) {
 		dst[i] = geluTanh(src[i])
 	}
 }
+
+// matmulPanelsAVX2 exists on amd64 only; here it takes no call.
+func (b *Backend) matmulPanelsAVX2(dst, x []float32, n int, w *tensor.Matrix) bool { return false }

@@ -75,3 +75,6 @@ func geluSIMD(dst, src []float32) {
 func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }
+
+// matmulPanelsAVX2 exists on amd64 only; here it takes no call.
+func (b *Backend) matmulPanelsAVX2(dst, x []float32, n int, w *tensor.Matrix) bool { return false }
