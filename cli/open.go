@@ -141,8 +141,9 @@ func resolveModel(ctx context.Context, name string, client *http.Client, progres
 }
 
 // openBundle resolves the model (with a progress bar on stderr), opens the
-// backend and loads the model, tokenizer and chat template. The returned
-// func releases the model and the backend.
+// backend and loads the model, tokenizer and chat template, and prints
+// the model's load-time notes on stderr, one "note:" line each. The
+// returned func releases the model and the backend.
 func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) (*engine.Bundle, func(), error) {
 	be, err := openBackend(c, stderr)
 	if err != nil {
@@ -159,6 +160,9 @@ func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) 
 	if err != nil {
 		be.close()
 		return nil, nil, err
+	}
+	for _, n := range b.Info.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 	return b, func() {
 		b.Close()

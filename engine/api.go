@@ -289,6 +289,9 @@ type ModelInfo struct {
 	// ThinkingSwitch: the chat template reads enable_thinking, so
 	// Settings.NoThinking turns the reasoning off.
 	ThinkingSwitch bool
+	// Notes are the model's load-time remarks for the user (a config
+	// setting it deliberately does not follow, ...), one line each.
+	Notes []string
 }
 
 // Ready says the model is loaded and requests will run. It is the first

@@ -90,7 +90,7 @@ func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
 }
 
 // modelInfo describes m for the status line: name, dir and backend as
-// given, the rest from the model.
+// given, the rest (its load-time notes included) from the model.
 func modelInfo(m models.Model, name, dir, backend string) ModelInfo {
 	info := m.Config()
 	return ModelInfo{
@@ -103,6 +103,7 @@ func modelInfo(m models.Model, name, dir, backend string) ModelInfo {
 		ContextLength: info.ContextLength,
 		SlidingWindow: info.SlidingWindow,
 		WeightBytes:   m.WeightBytes(),
+		Notes:         append([]string(nil), info.Notes...),
 	}
 }
 

@@ -78,8 +78,10 @@
 // # Screen
 //
 // From the top: the conversation (user turns, model answers rendered as
-// markdown with glamour, command output), a rule, the input editor, a notice
-// line (errors, confirmations, completions or key hints) and the status line:
+// markdown with glamour, command output, and once the model has loaded its
+// load-time notes, engine.ModelInfo.Notes, one dimmed "note:" line each),
+// a rule, the input editor, a notice line (errors, confirmations,
+// completions or key hints) and the status line:
 //
 //	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
 //
@@ -98,9 +100,10 @@
 //
 // Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
 // or last line walk the input history; Tab completes /commands (and theme
-// names, "off" for /kv, /max, /topp, /topk, /minp); Esc stops the answer (the partial answer is kept;
-// if nothing was generated yet the message goes back into the editor,
-// above anything typed meanwhile);
+// names, "off" for /kv, /max, /topp, /topk, /minp); Esc stops the answer (the partial answer is kept,
+// and so is the reasoning of a model stopped while thinking; if nothing
+// was generated yet the message goes back into the editor, above anything
+// typed meanwhile);
 // PgUp/PgDn and the mouse wheel scroll; Ctrl+O shows or hides the folded
 // parts of every answer (a reasoning model's thinking, think.go: streamed
 // and kept apart from the answer, dimmed, folded to one line; the piece

@@ -365,6 +365,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.phase = phaseIdle
 		}
 		m.info = e.Info
+		m.tr.addNotes(e.Info.Notes)
 		m.tr.label = m.shortModel()
 		m.tr.welcome = m.welcome()
 		if e.Info.SlidingWindow > 0 && m.st.meter.Window == 0 {

@@ -22,6 +22,7 @@ const (
 	turnAssistant
 	turnInfo  // command output; not part of the chat
 	turnError // a failed request; not part of the chat
+	turnNote  // the model's load-time notes, dimmed; not part of the chat
 )
 
 // turn is one block of the conversation view.
@@ -150,6 +151,44 @@ func (tr *transcript) invalidate() {
 		}
 	}
 	tr.dirty = true
+}
+
+// onlyNotes reports whether the view holds no turn but the model's notes
+// (or none at all).
+func (tr *transcript) onlyNotes() bool {
+	for i := range tr.turns {
+		if tr.turns[i].kind != turnNote {
+			return false
+		}
+	}
+	return true
+}
+
+// addNotes shows the model's load-time notes, one dimmed "note:" line
+// each (wrapped when longer than the view).
+func (tr *transcript) addNotes(notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	tr.add(turn{kind: turnNote, content: strings.Join(notes, "\n")})
+}
+
+// renderNotes renders a note turn (its notes one a line) dimmed, each
+// note as "note: " and its text, wrapped lines indented under the text.
+func (tr *transcript) renderNotes(content string, w int) string {
+	const label, hang = "note: ", "      "
+	var out []string
+	for _, n := range strings.Split(content, "\n") {
+		wrapped := strings.Split(ansi.Wrap(sanitize(n), max(w-2-len(label), 10), ""), "\n")
+		for i, l := range wrapped {
+			pre := hang
+			if i == 0 {
+				pre = label
+			}
+			out = append(out, "  "+tr.theme.Dim.Render(pre+l))
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // add appends a turn and returns its index.
@@ -404,8 +443,9 @@ func (tr *transcript) refresh() {
 	// fitWidth works line by line, so fitting each turn equals fitting the
 	// joined text.
 	content := strings.Join(parts, "\n\n")
-	if len(tr.turns) == 0 {
-		content = fitWidth(tr.welcome, tr.vp.Width)
+	if tr.onlyNotes() {
+		// The welcome, above the model's notes while nothing else came.
+		content = strings.TrimSuffix(fitWidth(tr.welcome, tr.vp.Width)+"\n\n"+content, "\n\n")
 	}
 	wasBottom := tr.vp.AtBottom() || tr.vp.TotalLineCount() <= tr.vp.Height
 	tr.vp.SetContent(content)
@@ -447,6 +487,8 @@ func (tr *transcript) renderTurn(t *turn, num int) string {
 		out = indent(tr.theme.Info.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
 	case turnError:
 		out = indent(tr.theme.Error.Render(ansi.Wrap(sanitize(t.content), w-2, "")), "  ")
+	case turnNote:
+		out = tr.renderNotes(t.content, w)
 	}
 	out = fitWidth(out, tr.vp.Width)
 	if t.stream == nil {
