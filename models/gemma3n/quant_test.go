@@ -136,7 +136,9 @@ func quantizePair(t *testing.T, src string, bits, group int, overrides ...quantO
 const quantTolerance = 1e-4
 
 // illConditioned is the bound for tiny_b at 4-bit g32, whose prompt
-// measures 1.3e-4 (decode 3e-5): the layer outputs of its second prompt
+// measured 1.3e-4 with the four-row prefill kernels and 3.4e-5 with
+// AVX2's 16-row panels (decode 3e-5), so the figure depends on the order
+// of sums each CPU path takes: the layer outputs of its second prompt
 // row differ by 6.5e-7 after layer 0, a float32 rounding, and its
 // non-sparse layers 3-7 amplify that about 200 times. The network, not the
 // kernels, does it: the dense dequantized model alone, prefilled in chunks
