@@ -261,8 +261,9 @@ func TestQwen3ThinkingCancelled(t *testing.T) {
 	if d.Reason != DoneCancelled || d.Text != "" || d.Reasoning == "" || d.Reasoning != reasoning || d.Tokens >= 190 {
 		t.Fatalf("done %s after %d tokens: text %q reasoning %q, streamed %q", d.Reason, d.Tokens, d.Text, d.Reasoning, reasoning)
 	}
-	if !strings.HasPrefix(d.Reasoning, " Let me think.") {
-		t.Fatalf("reasoning %q, want the planned text", d.Reasoning)
+	// The cancel lands after a step or two more, wherever it falls.
+	if planned := strings.Repeat(" Let me think.", 50); !strings.HasPrefix(planned, d.Reasoning) || len(d.Reasoning) < len(" Let me") {
+		t.Fatalf("reasoning %q, want the start of the planned text", d.Reasoning)
 	}
 	wm.delay = 0
 	partial := Message{Role: RoleAssistant, Reasoning: d.Reasoning}
