@@ -134,7 +134,11 @@ func (f *flagSet) parse(args []string) ([]string, error) {
 		}
 		spec, ok := f.specs[name]
 		if !ok {
-			return nil, fmt.Errorf("unknown flag --%s (see mlxchat --help)", name)
+			typed, _, _ := strings.Cut(a, "=")
+			if hint := f.suggest(name); hint != "" {
+				return nil, fmt.Errorf("unknown flag %s: did you mean %s? (see mlxchat --help)", typed, hint)
+			}
+			return nil, fmt.Errorf("unknown flag %s (see mlxchat --help)", typed)
 		}
 		if !hasVal {
 			if spec.isBool {
@@ -152,6 +156,53 @@ func (f *flagSet) parse(args []string) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// suggest names the flags a mistyped name probably meant: those it is a
+// prefix of (up to four, e.g. -p for --prompt), else the one closest to it
+// by edit distance when that is at most 2; "" when nothing is close.
+func (f *flagSet) suggest(name string) string {
+	var prefixed []string
+	for _, s := range f.order {
+		if strings.HasPrefix(s.name, name) {
+			prefixed = append(prefixed, "--"+s.name)
+		}
+	}
+	sort.Strings(prefixed)
+	if len(prefixed) > 4 {
+		prefixed = prefixed[:4]
+	}
+	if len(prefixed) > 0 {
+		return strings.Join(prefixed, ", ")
+	}
+	best, bestD := "", 3
+	for _, s := range f.order {
+		if d := editDistance(name, s.name); d < bestD {
+			best, bestD = "--"+s.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // usage lists the flags, sorted by name.

@@ -54,6 +54,9 @@ func TestListModels(t *testing.T) {
 	if _, err := synth.WriteTiny(filepath.Join(data, "me", "dense"), synth.Options{Seed: 2, GenerateTokenizer: true}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := synth.WriteTiny(filepath.Join(data, "copied"), synth.Options{Seed: 3, GenerateTokenizer: true}); err != nil {
+		t.Fatal(err) // copied in by hand, not ORG/NAME
+	}
 	code, out, errOut := invoke(t, "", "list")
 	if code != 0 {
 		t.Fatalf("list: exit %d, %s", code, errOut)
@@ -65,6 +68,7 @@ func TestListModels(t *testing.T) {
 		`(?m)^mlx-community/tiny-4bit\s+gemma3n\s+4-bit g64\s+\d+\.\d [KM]iB\s+yes$`,
 		`(?m)^org/llama4\s+llama4\s+4-bit g64\s+.*no: model_type llama4 not supported$`,
 		`(?m)^org/no-tokenizer\s+gemma3n\s+4-bit g64\s+.*no: incomplete \(missing tokenizer.json\)$`,
+		`(?m)^copied \(data dir\)\s+.*no: incomplete \(not in the data dir's ORG/NAME layout: move it to .*local.copied, or run it by its path\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) && !strings.Contains(out, want) {
 			t.Errorf("list output lacks %q:\n%s", want, out)

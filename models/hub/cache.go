@@ -69,6 +69,14 @@ func List(opt Options) ([]CachedModel, error) {
 		if !org.IsDir() {
 			continue
 		}
+		if flat := filepath.Join(data, org.Name()); isFile(filepath.Join(flat, "config.json")) {
+			// A checkpoint copied straight into the data dir: shown, so it
+			// is not silently ignored, with what to do about it.
+			out = append(out, CachedModel{Repo: org.Name(), Source: "data-dir", Dir: flat, Root: flat,
+				Bytes: diskUsage(flat), Snapshots: 1,
+				Incomplete: fmt.Errorf("not in the data dir's ORG/NAME layout: move it to %s, or run it by its path", filepath.Join(data, "local", org.Name()))})
+			continue
+		}
 		names, _ := os.ReadDir(filepath.Join(data, org.Name()))
 		for _, n := range names {
 			repo := org.Name() + "/" + n.Name()
