@@ -126,3 +126,80 @@ func TestMeasureBandwidth(t *testing.T) {
 	}
 	t.Logf("copy bandwidth %.1f GB/s (read + written)", bw/1e9)
 }
+
+// TestLaunchCost measures what a launch costs the GPU inside a replayed
+// step (set MLXCHAT_GPU_BENCH=1): chains of dependent tiny launches, the
+// same launches with no dependencies (no barriers), and fused launches
+// whose tail runs a given number of small ops, each step recorded once
+// and then replayed.
+func TestLaunchCost(t *testing.T) {
+	if os.Getenv("MLXCHAT_GPU_BENCH") == "" {
+		t.Skip("set MLXCHAT_GPU_BENCH=1 to run the launch-cost benchmark")
+	}
+	b, _ := open(t)
+	r := rand.New(rand.NewPCG(1, 3))
+	const n = 300
+	replay := func(name string, launches int, step func()) {
+		step()
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		best := time.Duration(0)
+		for range 20 {
+			t0 := time.Now()
+			step()
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(t0); best == 0 || el < best {
+				best = el
+			}
+		}
+		msg := fmt.Sprintf("%-44s %5d launches  %8.1f us/step  %6.2f us/launch", name, launches, float64(best.Nanoseconds())/1e3, float64(best.Nanoseconds())/1e3/float64(launches))
+		t.Log(msg)
+		fmt.Println("BENCH", msg)
+	}
+	x := b.Alloc(2048)
+	xs := make([]*tensor.Tensor, n)
+	for i := range xs {
+		xs[i] = b.Alloc(2048)
+	}
+	b.SetFusion(false)
+	replay("dependent scale chain (barrier each)", n, func() {
+		for range n {
+			if err := b.Scale(x, x, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	replay("independent scales (no barriers)", n, func() {
+		for i := range n {
+			if err := b.Scale(xs[i], x, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	b.SetFusion(true)
+	w := fastQuant(r, 2048, 2048, 4)
+	h := b.Alloc(1, 2048)
+	for _, tail := range []int{0, 4, 12} {
+		replay(fmt.Sprintf("fused 2048x2048 q4 matvec + %d tail ops", tail), n/10, func() {
+			for range n / 10 {
+				if err := b.MatMul(h, x, w); err != nil {
+					t.Fatal(err)
+				}
+				for k := range tail {
+					var err error
+					if k%3 == 2 {
+						err = b.RMSNorm(x, h, nil, 1e-6)
+					} else {
+						err = b.Add(h, h, x)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -20,7 +20,10 @@
 //	MLXCHAT_E2B_DIR=/tmp/e2b go test ./metal/vulkan -run E2BDecode -v
 //	go test ./metal/vulkan -run '^$' -bench Record
 //
-// MLXCHAT_VULKAN_DEVICE=N picks the N-th physical device.
+// MLXCHAT_VULKAN_DEVICE=N picks the N-th physical device;
+// MLXCHAT_VULKAN_ACTIVATIONS=host|device overrides where activations live
+// (host: the discrete-GPU layout with device twins, also on lavapipe);
+// MLXCHAT_GPU_FUSION=0 turns launch fusion off.
 //
 // It may import tensor, metal/gpu, metal/kernels and purego (tests also
 // import tensor/cpu, models and kvcache).
