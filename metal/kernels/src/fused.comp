@@ -176,40 +176,82 @@ void segments() {
 #endif
 
 // --- tail ops ---------------------------------------------------------
+//
+// One workgroup runs the tail alone, so each op is latency-bound: every
+// op loads all the values an invocation needs into registers before it
+// computes and stores any (K per invocation and block), so an op costs
+// one round trip to memory rather than one per value (the buffers are
+// coherent, so loads cannot be moved above earlier stores).
 
 const uint T = gl_WorkGroupSize.x;
+const uint K = 8u;   // values per invocation and block (elementwise ops)
+const uint KN = 16u; // values per invocation held across a norm's passes
+
+float elt(uint op, float x, float y, float f) {
+    switch (op) {
+    case 0u:
+        return x + y;
+    case 1u:
+        return x * y;
+    case 2u:
+        return x * f;
+    case 3u:
+        return safe_tanh(x / f) * f;
+    case 4u:
+        return 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case 6u:
+        return x / (1.0 + exp(-x));
+    }
+    return x;
+}
 
 void op_elt(uvec4 r0, uvec4 r1, uvec4 r2) {
     uint total = r0.y, nb = r0.z, op = r0.w;
     float f = uintBitsToFloat(r2.z);
-    for (uint i = gl_LocalInvocationID.x; i < total; i += T) {
-        float x = ldf(r1.x, r1.y + i);
-        float y;
-        switch (op) {
-        case 0u:
-            y = x + ldf(r1.z, r1.w + i % nb);
-            break;
-        case 1u:
-            y = x * ldf(r1.z, r1.w + i % nb);
-            break;
-        case 2u:
-            y = x * f;
-            break;
-        case 3u:
-            y = safe_tanh(x / f) * f;
-            break;
-        case 4u:
-            y = 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-            break;
-        case 6u:
-            y = x / (1.0 + exp(-x));
-            break;
-        default:
-            y = x;
-            break;
+    bool binary = op <= 1u;
+    for (uint base = 0u; base < total; base += T * K) {
+        float xa[K];
+        float xb[K];
+        for (uint k = 0u; k < K; k++) {
+            uint i = base + k * T + gl_LocalInvocationID.x;
+            xa[k] = 0.0;
+            xb[k] = 0.0;
+            if (i < total) {
+                xa[k] = ldf(r1.x, r1.y + i);
+                if (binary) {
+                    xb[k] = ldf(r1.z, r1.w + i % nb);
+                }
+            }
         }
-        stf(r2.x, r2.y + i, y);
+        for (uint k = 0u; k < K; k++) {
+            uint i = base + k * T + gl_LocalInvocationID.x;
+            if (i < total) {
+                stf(r2.x, r2.y + i, elt(op, xa[k], xb[k], f));
+            }
+        }
     }
+}
+
+shared float s_row[64];
+shared float s_row2[64];
+
+// Per-row sums of v (or of its squares) over this invocation's values,
+// element e = k*T + tid of the flattened [rows, n], into s_row; rows <= 64.
+void row_sums(float v[KN], bool squares, uint n, uint rows, uint total) {
+    for (uint row = 0u; row < rows; row++) {
+        float s = 0.0;
+        for (uint k = 0u; k < KN; k++) {
+            uint e = k * T + gl_LocalInvocationID.x;
+            if (e < total && e / n == row) {
+                s += squares ? v[k] * v[k] : v[k];
+            }
+        }
+        s = wg_sum(s);
+        if (gl_LocalInvocationID.x == 0u) {
+            s_row[row] = s;
+        }
+    }
+    barrier();
 }
 
 void op_norm(uvec4 r0, uvec4 r1, uvec4 r2, uvec4 r3) {
@@ -217,6 +259,71 @@ void op_norm(uvec4 r0, uvec4 r1, uvec4 r2, uvec4 r3) {
     bool hasW = (flags & 1u) != 0u, center = (flags & 2u) != 0u, hasB = (flags & 4u) != 0u;
     float eps = uintBitsToFloat(r3.z);
     uint t = gl_LocalInvocationID.x;
+    uint total = n * rows;
+    if (total <= T * KN && rows <= 64u) {
+        // Registers hold the whole [rows, n] block with its weights and
+        // biases: one round of loads, sums per row, one store.
+        float v[KN];
+        for (uint k = 0u; k < KN; k++) {
+            uint e = k * T + t;
+            v[k] = e < total ? ldf(r1.x, r1.y + e) : 0.0;
+        }
+        // The weight and bias loads go out with x's, before the sums.
+        float wv[KN];
+        float bv[KN];
+        for (uint k = 0u; k < KN; k++) {
+            uint e = k * T + t;
+            wv[k] = 1.0;
+            bv[k] = 0.0;
+            if (e < total) {
+                if (hasW) {
+                    wv[k] = ldt(r1.z, r1.w + e % n, r3.x);
+                }
+                if (hasB) {
+                    bv[k] = ldt(r2.z, r2.w + e % n, r3.y);
+                }
+            }
+        }
+        if (center) {
+            // Shift by each row's first value so the sums hold small
+            // deviations (as the rmsnorm kernel does).
+            if (t < rows) {
+                s_row2[t] = ldf(r1.x, r1.y + t * n);
+            }
+            barrier();
+            for (uint k = 0u; k < KN; k++) {
+                uint e = k * T + t;
+                if (e < total) {
+                    v[k] -= s_row2[e / n];
+                }
+            }
+            row_sums(v, false, n, rows, total);
+            for (uint k = 0u; k < KN; k++) {
+                uint e = k * T + t;
+                if (e < total) {
+                    v[k] -= s_row[e / n] / float(n);
+                }
+            }
+            barrier();
+        }
+        row_sums(v, true, n, rows, total);
+        for (uint k = 0u; k < KN; k++) {
+            uint e = k * T + t;
+            if (e < total) {
+                float inv = inversesqrt(s_row[e / n] / float(n) + eps);
+                float y = v[k] * inv;
+                if (hasW) {
+                    y *= wv[k];
+                }
+                if (hasB) {
+                    y += bv[k];
+                }
+                stf(r2.x, r2.y + e, y);
+            }
+        }
+        barrier();
+        return;
+    }
     for (uint row = 0u; row < rows; row++) {
         uint xb = r1.y + row * n;
         uint db = r2.y + row * n;
@@ -257,38 +364,77 @@ void op_rowstat(uvec4 r0, uvec4 r1, uvec4 r2) {
     for (uint row = 0u; row < rows; row++) {
         uint xb = r1.y + row * n;
         uint rb = r1.w + row * n;
+        float v[KN];
+        float rv[KN];
+        bool held = n <= T * KN;
+        if (held) {
+            for (uint k = 0u; k < KN; k++) {
+                uint i = k * T + t;
+                v[k] = i < n ? ldf(r1.x, xb + i) : 0.0;
+                rv[k] = i < n && op != 0u ? ldf(r1.z, rb + i) : 0.0;
+            }
+        }
         float scale;
         float cut;
         if (op == 0u) {
             float s = 0.0;
-            for (uint i = t; i < n; i += T) {
-                s += ldf(r1.x, xb + i);
+            if (held) {
+                for (uint k = 0u; k < KN; k++) {
+                    s += v[k];
+                }
+            } else {
+                for (uint i = t; i < n; i += T) {
+                    s += ldf(r1.x, xb + i);
+                }
             }
             float mean = wg_sum(s) / float(n);
-            float v = 0.0;
-            for (uint i = t; i < n; i += T) {
-                float d = ldf(r1.x, xb + i) - mean;
-                v += d * d;
+            float q = 0.0;
+            if (held) {
+                for (uint k = 0u; k < KN; k++) {
+                    float d = v[k] - mean;
+                    q += k * T + t < n ? d * d : 0.0;
+                }
+            } else {
+                for (uint i = t; i < n; i += T) {
+                    float d = ldf(r1.x, xb + i) - mean;
+                    q += d * d;
+                }
             }
-            cut = mean + sqrt(wg_sum(v) / float(n)) * f;
+            cut = mean + sqrt(wg_sum(q) / float(n)) * f;
             scale = 1.0;
         } else {
             float sx = 0.0;
             float sr = 0.0;
-            for (uint i = t; i < n; i += T) {
-                float a = ldf(r1.x, xb + i);
-                float b = ldf(r1.z, rb + i);
-                sx += a * a;
-                sr += b * b;
+            if (held) {
+                for (uint k = 0u; k < KN; k++) {
+                    sx += v[k] * v[k];
+                    sr += rv[k] * rv[k];
+                }
+            } else {
+                for (uint i = t; i < n; i += T) {
+                    float a = ldf(r1.x, xb + i);
+                    float b = ldf(r1.z, rb + i);
+                    sx += a * a;
+                    sr += b * b;
+                }
             }
             float msx = wg_sum(sx) / float(n);
             float msr = wg_sum(sr) / float(n);
             scale = sqrt(msr) / sqrt(max(msx, f));
             cut = 0.0;
         }
-        for (uint i = t; i < n; i += T) {
-            float a = ldf(r1.x, xb + i);
-            stf(r2.x, r2.y + row * n + i, op == 0u ? max(0.0, a - cut) : a * scale);
+        if (held) {
+            for (uint k = 0u; k < KN; k++) {
+                uint i = k * T + t;
+                if (i < n) {
+                    stf(r2.x, r2.y + row * n + i, op == 0u ? max(0.0, v[k] - cut) : v[k] * scale);
+                }
+            }
+        } else {
+            for (uint i = t; i < n; i += T) {
+                float a = ldf(r1.x, xb + i);
+                stf(r2.x, r2.y + row * n + i, op == 0u ? max(0.0, a - cut) : a * scale);
+            }
         }
         barrier();
     }
@@ -297,28 +443,40 @@ void op_rowstat(uvec4 r0, uvec4 r1, uvec4 r2) {
 void op_streams(uvec4 r0, uvec4 r1, uvec4 r2, uvec4 r3) {
     uint op = r0.y, S = r0.z, n = r0.w;
     uint N = r1.x, R = r1.y, total = r1.z;
-    for (uint id = gl_LocalInvocationID.x; id < total; id += T) {
-        uint i = id % N;
-        uint rest = id / N;
-        float v;
-        if (op == 0u) {
-            uint t = rest % n;
-            uint r = rest / n;
-            float s = 0.0;
-            for (uint k = 0u; k < S; k++) {
-                s += ldf(r2.z, r2.w + t * R * S + r * S + k) * ldf(r2.x, r2.y + (k * n + t) * N + i);
+    for (uint base = 0u; base < total; base += T * K) {
+        float out_[K];
+        for (uint k = 0u; k < K; k++) {
+            uint id = base + k * T + gl_LocalInvocationID.x;
+            out_[k] = 0.0;
+            if (id >= total) {
+                continue;
             }
-            v = s;
-        } else if (op == 1u) {
-            uint t = rest % n;
-            uint s = rest / n;
-            v = ldf(r2.x, r2.y + id) + ldf(r2.z, r2.w + t * S + s) * ldf(r3.x, r3.y + t * N + i);
-        } else {
-            uint aa = rest % S;
-            uint bb = rest / S;
-            v = ldf(r2.x, r2.y + (aa * n + bb) * N + i);
+            uint i = id % N;
+            uint rest = id / N;
+            if (op == 0u) {
+                uint t = rest % n;
+                uint r = rest / n;
+                float s = 0.0;
+                for (uint j = 0u; j < S; j++) {
+                    s += ldf(r2.z, r2.w + t * R * S + r * S + j) * ldf(r2.x, r2.y + (j * n + t) * N + i);
+                }
+                out_[k] = s;
+            } else if (op == 1u) {
+                uint t = rest % n;
+                uint s = rest / n;
+                out_[k] = ldf(r2.x, r2.y + id) + ldf(r2.z, r2.w + t * S + s) * ldf(r3.x, r3.y + t * N + i);
+            } else {
+                uint aa = rest % S;
+                uint bb = rest / S;
+                out_[k] = ldf(r2.x, r2.y + (aa * n + bb) * N + i);
+            }
         }
-        stf(r3.z, r3.w + id, v);
+        for (uint k = 0u; k < K; k++) {
+            uint id = base + k * T + gl_LocalInvocationID.x;
+            if (id < total) {
+                stf(r3.z, r3.w + id, out_[k]);
+            }
+        }
     }
 }
 
@@ -326,27 +484,43 @@ void op_rope(uvec4 r0, uvec4 r1, uvec4 r2) {
     uint rows = r0.y, heads = r0.z, hd = r0.w;
     uint half_dims = r1.x, pos0 = r1.y, inter = r1.z;
     uint total = rows * heads * half_dims;
-    for (uint id = gl_LocalInvocationID.x; id < total; id += T) {
-        uint i = id % half_dims;
-        uint rh = id / half_dims;
-        uint row = rh / heads;
-        float theta = float(pos0 + row) * ldf(r2.z, r2.w + i);
-        float k = floor(theta * 0.15915494309189535 + 0.5);
-        float r = fma(-k, 6.25, theta);
-        r = fma(-k, 0.033203125, r);
-        r = fma(-k, -1.781781975296326e-05, r);
-        float c = cos(r);
-        float s = sin(r);
-        uint b1 = r2.y + rh * hd + i;
-        uint b2 = b1 + half_dims;
-        if (inter != 0u) {
-            b1 = r2.y + rh * hd + 2u * i;
-            b2 = b1 + 1u;
+    for (uint base = 0u; base < total; base += T * K) {
+        float x1[K];
+        float x2[K];
+        float th[K];
+        for (uint k = 0u; k < K; k++) {
+            uint id = base + k * T + gl_LocalInvocationID.x;
+            x1[k] = 0.0;
+            x2[k] = 0.0;
+            th[k] = 0.0;
+            if (id < total) {
+                uint i = id % half_dims;
+                uint rh = id / half_dims;
+                uint b1 = r2.y + rh * hd + (inter != 0u ? 2u * i : i);
+                uint b2 = b1 + (inter != 0u ? 1u : half_dims);
+                x1[k] = ldf(r2.x, b1);
+                x2[k] = ldf(r2.x, b2);
+                th[k] = float(pos0 + rh / heads) * ldf(r2.z, r2.w + i);
+            }
         }
-        float x1 = ldf(r2.x, b1);
-        float x2 = ldf(r2.x, b2);
-        stf(r2.x, b1, x1 * c - x2 * s);
-        stf(r2.x, b2, x2 * c + x1 * s);
+        for (uint k = 0u; k < K; k++) {
+            uint id = base + k * T + gl_LocalInvocationID.x;
+            if (id < total) {
+                uint i = id % half_dims;
+                uint rh = id / half_dims;
+                uint b1 = r2.y + rh * hd + (inter != 0u ? 2u * i : i);
+                uint b2 = b1 + (inter != 0u ? 1u : half_dims);
+                float theta = th[k];
+                float kk = floor(theta * 0.15915494309189535 + 0.5);
+                float r = fma(-kk, 6.25, theta);
+                r = fma(-kk, 0.033203125, r);
+                r = fma(-kk, -1.781781975296326e-05, r);
+                float c = cos(r);
+                float s = sin(r);
+                stf(r2.x, b1, x1[k] * c - x2[k] * s);
+                stf(r2.x, b2, x2[k] * c + x1[k] * s);
+            }
+        }
     }
 }
 
