@@ -95,7 +95,7 @@ type Backend struct {
 	// fusion merges decode-sized launches at Sync (fuse.go); chunkOf maps
 	// heap chunk buffers (and their twins) to their chunks, for the
 	// arrival counters fused launches keep there.
-	fusion  bool
+	fusion  Fusion
 	chunkOf map[Buf]*chunk
 }
 
@@ -248,7 +248,7 @@ func New(drv Driver) *Backend {
 	}
 	planner, _ := drv.(Planner)
 	return &Backend{
-		fusion:    true,
+		fusion:    DefaultFusion,
 		chunkOf:   map[Buf]*chunk{},
 		remote:    remote,
 		planner:   planner,
@@ -284,12 +284,55 @@ func (b *Backend) SetMaxRange(n int64) {
 
 func dataPtr(d []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(d))) }
 
-// SetFusion turns the merging of decode-sized launches at Sync on (the
-// default) or off (fuse.go; for tests and measurements).
+// Fusion says how much of a decode step fuse.go merges at Sync.
+type Fusion int
+
+const (
+	// FuseOff runs every recorded launch as it is.
+	FuseOff Fusion = iota
+	// FuseSegments merges independent matrix-vector products that share
+	// their input into one launch (q, k, v; gate and up) and leaves the
+	// small ops as launches of their own.
+	FuseSegments
+	// FuseAll also runs the small ops as tails of the fused launches.
+	FuseAll
+)
+
+// DefaultFusion is the mode a new Backend starts in: off, because it
+// decoded fastest as measured on an H200 (Vulkan, E2B-shaped 4-bit
+// checkpoint, prompt 512: 51.7 tok/s unfused, 44.8 with segments only,
+// 28.5 fully fused, whose single-workgroup tails cost ~10 us per op).
+const DefaultFusion = FuseOff
+
+// ParseFusion reads a fusion mode as written in MLXCHAT_GPU_FUSION: 0 (off),
+// seg (matrix-vector segments only) or 1 (segments and tails).
+func ParseFusion(s string) (Fusion, error) {
+	switch s {
+	case "0":
+		return FuseOff, nil
+	case "seg":
+		return FuseSegments, nil
+	case "1":
+		return FuseAll, nil
+	}
+	return 0, fmt.Errorf("fusion %q: want 0, seg or 1", s)
+}
+
+// SetFusion turns the merging of decode-sized launches at Sync fully on
+// or off (fuse.go; for tests and measurements).
 func (b *Backend) SetFusion(on bool) {
+	if on {
+		b.SetFusionMode(FuseAll)
+	} else {
+		b.SetFusionMode(FuseOff)
+	}
+}
+
+// SetFusionMode sets how much of a step fuse.go merges.
+func (b *Backend) SetFusionMode(m Fusion) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.fusion = on
+	b.fusion = m
 }
 
 // SetMemoryLimit caps the bytes of activation buffers (live and pooled)

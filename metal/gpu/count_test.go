@@ -67,10 +67,11 @@ func (d *countDriver) ReleasePlan(gpu.Plan) {}
 // prefills 8 tokens, decodes warm steps and then timed steps, and returns
 // the launches of one decode step by kernel, the host time per step and
 // how many timed steps ran from a kept plan.
-func decodeCounts(t *testing.T, dir string, timed int) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
+func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
 	t.Helper()
 	d := &countDriver{}
 	b := gpu.New(d)
+	b.SetFusionMode(fusion)
 	m, err := models.Load(dir, b)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestDecodeSteps(t *testing.T) {
 	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 16)
+	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 16, gpu.FuseAll)
 	report(t, "tiny Gemma 3n", perKernel, perStep, host, layers)
 	if replayed < 14 {
 		t.Errorf("%d of 16 decode steps ran from a kept plan, want at least 14", replayed)
@@ -139,17 +140,22 @@ func TestDecodeSteps(t *testing.T) {
 }
 
 // TestE2BLaunches reports launches per decode token and host recording
-// time on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
+// time, in each fusion mode, on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
 // ./models/cmd/mkmodel -kind e2b -towers=false -out DIR); no GPU needed.
 func TestE2BLaunches(t *testing.T) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
 	if dir == "" {
 		t.Skip("MLXCHAT_E2B_DIR is not set")
 	}
-	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64)
-	report(t, "E2B", perKernel, perStep, host, layers)
-	t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
-	if perStep > 300 || perStep > 10*layers {
-		t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
+	for _, mode := range []struct {
+		name   string
+		fusion gpu.Fusion
+	}{{"fused", gpu.FuseAll}, {"segments", gpu.FuseSegments}, {"unfused", gpu.FuseOff}} {
+		perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64, mode.fusion)
+		report(t, "E2B "+mode.name, perKernel, perStep, host, layers)
+		t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
+		if mode.fusion == gpu.FuseAll && (perStep > 300 || perStep > 10*layers) {
+			t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
+		}
 	}
 }

@@ -196,6 +196,20 @@ func (f *fusedLaunch) place(bufs []bufUse) bool {
 	return true
 }
 
+// newFused returns an empty fused launch, reusing one of an earlier step
+// (fusion runs every step, so its garbage would be a step's worth of
+// allocations).
+func (b *Backend) newFused() *fusedLaunch {
+	st := &b.step
+	if st.nfused == len(st.fpool) {
+		st.fpool = append(st.fpool, &fusedLaunch{})
+	}
+	f := st.fpool[st.nfused]
+	st.nfused++
+	*f = fusedLaunch{segs: f.segs[:0], tail: f.tail[:0], acts: f.acts[:0]}
+	return f
+}
+
 // fuse rewrites the step's launches (see the comment at the top).
 func (b *Backend) fuse() {
 	st := &b.step
@@ -203,7 +217,9 @@ func (b *Backend) fuse() {
 	if n < 2 {
 		return
 	}
-	items := make([]fitem, 0, n)
+	st.nfused = 0
+	items := st.items[:0]
+	defer func() { st.items = items[:0] }()
 	acc := func(i int) []access { r := &st.recs[i]; return st.acc[r.a0:r.a1] }
 	itemAcc := func(it *fitem) []access {
 		if it.fused != nil {
@@ -214,7 +230,7 @@ func (b *Backend) fuse() {
 	for i := 0; i < n; i++ {
 		r := &st.recs[i]
 		kind := b.classify(r)
-		if kind != opaque && !b.wholeBinds(r) {
+		if kind != opaque && !b.wholeBinds(r) || kind == light && b.fusion != FuseAll {
 			kind = opaque
 		}
 		switch kind {
@@ -222,7 +238,7 @@ func (b *Backend) fuse() {
 			if b.joinHeavy(items, i, itemAcc) {
 				continue
 			}
-			f := &fusedLaunch{}
+			f := b.newFused()
 			if b.addSeg(f, i) {
 				items = append(items, fitem{orig: -1, fused: f})
 				continue
@@ -231,7 +247,7 @@ func (b *Backend) fuse() {
 			if k := len(items); k > 0 && items[k-1].fused != nil && b.addTail(items[k-1].fused, i) {
 				continue
 			}
-			f := &fusedLaunch{}
+			f := b.newFused()
 			if b.addTail(f, i) {
 				items = append(items, fitem{orig: -1, fused: f})
 				continue
@@ -250,7 +266,8 @@ func (b *Backend) fuse() {
 	}
 	// Emit: fused launches get new records (words and accesses appended);
 	// kept launches keep theirs.
-	recs := make([]launchRec, 0, len(items))
+	recs := st.frecs[:0]
+	defer func() { st.frecs = recs[:0] }()
 	counter := 0
 	for _, it := range items {
 		if it.fused == nil {

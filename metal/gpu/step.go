@@ -70,6 +70,13 @@ type stepState struct {
 	plans []*planEntry
 	clock int64
 
+	// reused scratch of fuse: fused launches (the first nfused in use),
+	// the fused step's items and records
+	fpool  []*fusedLaunch
+	nfused int
+	items  []fitem
+	frecs  []launchRec
+
 	// reused scratch of runStep
 	sigs     []sig
 	offs     []int
@@ -102,7 +109,7 @@ func (b *Backend) runStep() error {
 		return nil
 	}
 	b.stats.Flushes++
-	if b.fusion {
+	if b.fusion != FuseOff {
 		b.fuse()
 	}
 	err := b.upload()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"mlxchat/metal/gpu"
 	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
 )
@@ -19,7 +20,7 @@ func TestAgainstCPU(t *testing.T) {
 	g, _ := open(t)
 	if os.Getenv("NOFUSE") != "" {
 		g.SetFusion(false)
-		defer g.SetFusion(true)
+		defer g.SetFusionMode(gpu.DefaultFusion)
 	}
 	c := cpu.New(2)
 	defer c.Close()

@@ -23,7 +23,8 @@
 // MLXCHAT_VULKAN_DEVICE=N picks the N-th physical device;
 // MLXCHAT_VULKAN_ACTIVATIONS=host|device overrides where activations live
 // (host: the discrete-GPU layout with device twins, also on lavapipe);
-// MLXCHAT_GPU_FUSION=0 turns launch fusion off.
+// MLXCHAT_GPU_FUSION=0|seg|1 picks how much of a decode step is fused
+// (gpu.ParseFusion; the default is gpu.DefaultFusion, off).
 //
 // It may import tensor, metal/gpu, metal/kernels and purego (tests also
 // import tensor/cpu, models and kvcache).

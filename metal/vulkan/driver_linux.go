@@ -824,20 +824,21 @@ func (d *Driver) SetStagedUploads(chunk int) {
 }
 
 // Open returns a tensor.Backend running on the selected Vulkan device.
-// MLXCHAT_GPU_FUSION=0 turns launch fusion off (for measurements).
+// MLXCHAT_GPU_FUSION=0|seg|1 sets how much of a decode step is fused
+// (gpu.ParseFusion; for measurements).
 func Open() (*gpu.Backend, *Driver, error) {
 	d, err := NewDriver()
 	if err != nil {
 		return nil, nil, err
 	}
 	b := gpu.New(d)
-	switch f := os.Getenv("MLXCHAT_GPU_FUSION"); f {
-	case "", "1":
-	case "0":
-		b.SetFusion(false)
-	default:
-		d.Close()
-		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_FUSION=%q: want 0 or 1", f)
+	if f := os.Getenv("MLXCHAT_GPU_FUSION"); f != "" {
+		m, err := gpu.ParseFusion(f)
+		if err != nil {
+			d.Close()
+			return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_FUSION: %w", err)
+		}
+		b.SetFusionMode(m)
 	}
 	return b, d, nil
 }

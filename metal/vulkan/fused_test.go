@@ -35,7 +35,7 @@ func runBoth(t *testing.T, b *gpu.Backend, seq func(on bool) []*tensor.Tensor) (
 			off, loff = got, n
 		}
 	}
-	b.SetFusion(true)
+	b.SetFusionMode(gpu.DefaultFusion)
 	return
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"mlxchat/kvcache"
+	"mlxchat/metal/gpu"
 	"mlxchat/models"
 	"mlxchat/models/checkpoint"
 	"mlxchat/tensor"
@@ -20,20 +21,24 @@ const goldenTolerance = 1e-4
 
 // TestGoldenVulkan runs the Gemma 3n fixtures of models/gemma3n/testdata
 // (logits from Hugging Face transformers, made by make_golden.py) on the
-// Vulkan backend, with fusion on (the default) and off: lavapipe in CI,
+// Vulkan backend, with every fusion mode (all, matrix-vector segments
+// only, off): lavapipe in CI,
 // the GPU on the device machine. Prefill in chunks of 5 gives every row's
 // logits; a cached greedy decode over the fixture's tokens gives the
 // decode rows, which run as fused, replayed steps.
 func TestGoldenVulkan(t *testing.T) {
 	b, _ := open(t)
-	for _, fused := range []bool{true, false} {
+	for _, mode := range []struct {
+		name   string
+		fusion gpu.Fusion
+	}{{"fused", gpu.FuseAll}, {"segments", gpu.FuseSegments}, {"unfused", gpu.FuseOff}} {
 		for _, name := range []string{"tiny_a", "tiny_b"} {
-			t.Run(map[bool]string{true: "fused/", false: "unfused/"}[fused]+name, func(t *testing.T) {
+			t.Run(mode.name+"/"+name, func(t *testing.T) {
 				if err := b.DropWeights(); err != nil {
 					t.Fatal(err)
 				}
-				b.SetFusion(fused)
-				defer b.SetFusion(true)
+				b.SetFusionMode(mode.fusion)
+				defer b.SetFusionMode(gpu.DefaultFusion)
 				dir := filepath.Join("..", "..", "models", "gemma3n", "testdata", name)
 				g := readGolden(t, filepath.Join(dir, "golden.safetensors"))
 				m, err := models.Load(dir, b)

@@ -126,7 +126,7 @@ func TestTinyGemma3nFused(t *testing.T) {
 		logits[i] = forward(t, mg, prompt, 12)
 		launches[i] = g.Stats().Dispatches - st0.Dispatches
 	}
-	g.SetFusion(true)
+	g.SetFusionMode(gpu.DefaultFusion)
 	for s := range logits[0] {
 		w := make([]float64, len(logits[0][s]))
 		for i, v := range logits[0][s] {

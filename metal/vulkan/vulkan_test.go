@@ -642,7 +642,7 @@ func TestOneStep(t *testing.T) {
 	b, _ := open(t)
 	if os.Getenv("NOFUSE") != "" {
 		b.SetFusion(false)
-		defer b.SetFusion(true)
+		defer b.SetFusionMode(gpu.DefaultFusion)
 	}
 	r := rand.New(rand.NewPCG(31, 31))
 	const d, hidden, vocab = 128, 256, 50
