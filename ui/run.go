@@ -284,5 +284,10 @@ func (m *model) filterInput(in io.Reader) (io.Reader, func(), error) {
 		pw.Close()
 		restore()
 	}
-	return pr, stop, nil
+	// bubbletea gets the pipe as a plain io.Reader, not an *os.File: for a
+	// file it would poll it with an epoll cancel reader and close it at
+	// shutdown even when its read loop has not stopped within its 500 ms
+	// wait (seen under load), a data race on the descriptor. A plain
+	// reader's loop simply ends at the EOF that stop causes.
+	return struct{ io.Reader }{pr}, stop, nil
 }
