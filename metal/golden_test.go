@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"mlxchat/kvcache"
+	"mlxchat/metal/gpu"
 	"mlxchat/models"
 	"mlxchat/models/checkpoint"
 	"mlxchat/tensor"
@@ -24,11 +25,25 @@ const goldenTolerance = 1e-4
 // Metal backend: through the fake Metal device on Linux (every call
 // contract-checked, the kernels run as SPIR-V on lavapipe), on the GPU on
 // a Mac. Prefill in chunks of 5 gives every row's logits; a cached greedy
-// decode gives the decode rows.
+// decode gives the decode rows. Each fixture runs unfused (the default)
+// and fused.
 func TestGoldenMetal(t *testing.T) {
 	be := metalBackend(t)
-	for _, name := range []string{"tiny_a", "tiny_b"} {
-		t.Run(name, func(t *testing.T) {
+	// The default (unfused) decode and the fused kernels (gpu.FuseAll),
+	// which are kept as an option.
+	type fusionSetter interface{ SetFusionMode(gpu.Fusion) }
+	fs, ok := any(be).(fusionSetter)
+	if !ok {
+		t.Fatalf("backend %T cannot set its fusion mode", be)
+	}
+	defer fs.SetFusionMode(gpu.DefaultFusion)
+	for _, run := range []struct {
+		name   string
+		fusion gpu.Fusion
+	}{{"tiny_a", gpu.DefaultFusion}, {"tiny_b", gpu.DefaultFusion}, {"fused/tiny_a", gpu.FuseAll}, {"fused/tiny_b", gpu.FuseAll}} {
+		name := filepath.Base(run.name)
+		t.Run(run.name, func(t *testing.T) {
+			fs.SetFusionMode(run.fusion)
 			dir := filepath.Join("..", "models", "gemma3n", "testdata", name)
 			g := readGolden(t, filepath.Join(dir, "golden.safetensors"))
 			m, err := models.Load(dir, be)
