@@ -519,8 +519,8 @@ func TestUnreachableHub(t *testing.T) {
 // defaults; each flag given replaces its value, --stop replaces the file's
 // list and may repeat.
 func TestFlagsOverrideConfig(t *testing.T) {
-	maxKV, temp, sys, think := 256, 0.5, "from file", false
-	file := ui.Config{MaxKV: &maxKV, Temperature: &temp, System: &sys, Stop: []string{"A", "B"}, Think: &think}
+	maxKV, temp, sys, think, bits := 256, 0.5, "from file", false, 8
+	file := ui.Config{MaxKV: &maxKV, Temperature: &temp, System: &sys, Stop: []string{"A", "B"}, Think: &think, KVBits: &bits}
 	tests := []struct {
 		name string
 		args []string
@@ -528,8 +528,9 @@ func TestFlagsOverrideConfig(t *testing.T) {
 	}{
 		{"file only", nil, func(s engine.Settings) bool {
 			return s.MaxKV == 256 && s.Temperature == 0.5 && s.System == "from file" && strings.Join(s.StopStrings, ",") == "A,B" && s.PrefillChunk == 512 &&
-				s.NoThinking
+				s.NoThinking && s.KVBits == 8
 		}},
+		{"--kv-bits overrides kv_bits", []string{"--kv-bits", "16"}, func(s engine.Settings) bool { return s.KVBits == 16 }},
 		{"--think overrides think: false", []string{"--think"}, func(s engine.Settings) bool { return !s.NoThinking }},
 		{"flags win", []string{"--max-kv-size", "0", "--system", "", "--stop", "X", "--stop", "Y"}, func(s engine.Settings) bool {
 			return s.MaxKV == 0 && s.Temperature == 0.5 && s.System == "" && strings.Join(s.StopStrings, ",") == "X,Y"

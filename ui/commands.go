@@ -25,6 +25,10 @@ const (
 	CmdThink  CommandName = "think"
 	CmdSystem CommandName = "system"
 	CmdClear  CommandName = "clear"
+	// CmdPin keeps a message in the never-trimmed prefix of the cache;
+	// CmdUnpin releases it.
+	CmdPin   CommandName = "pin"
+	CmdUnpin CommandName = "unpin"
 	// CmdSummarize summarizes a document in pieces that fit the cap.
 	CmdSummarize CommandName = "summarize"
 	CmdStats     CommandName = "stats"
@@ -38,15 +42,17 @@ const (
 )
 
 // Command is one parsed slash command. Only the field that belongs to the
-// command is set: Int for kv/chunk/topk/seed/max, Float for temp/topp/minp,
-// Text for system/theme/save/load/read/summarize, Off for "off" (/kv, /max, /topp,
-// /topk, /minp).
+// command is set: Int for kv/chunk/topk/seed/max and the message number of
+// pin/unpin (0 = none given), Float for temp/topp/minp, Text for
+// system/theme/save/load/read/summarize, Off for "off" (/kv, /max, /topp,
+// /topk, /minp), Bits for "/kv bits N".
 type Command struct {
 	Name  CommandName
 	Int   int64
 	Float float64
 	Text  string
 	Off   bool
+	Bits  int
 }
 
 // commandSpec documents one command for /help and completion.
@@ -59,7 +65,7 @@ type commandSpec struct {
 
 // commandTable lists every command in /help order.
 var commandTable = []commandSpec{
-	{CmdKV, "N|off", "cap the live KV window at N tokens, or remove the cap", parseKV},
+	{CmdKV, "N|off|bits 8|16", "cap the live KV window at N tokens, or remove the cap; bits 8 stores the cache in 8 bits (about a quarter of the memory), bits 16 at full precision", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
 	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off = 1)", orOff(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] or \"off\""))},
@@ -70,6 +76,8 @@ var commandTable = []commandSpec{
 	{CmdThink, "on|off", "let a reasoning model think before it answers, or ask it not to", parseOnOff},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
 	{CmdSummarize, "[INSTRUCTION]", "summarize the held message, or the last paste or /read file, in pieces that fit the live window (Esc stops and keeps the pieces done)", textArg(false, "")},
+	{CmdPin, "[N]", "keep message N (the #N of its label; default: the last message) in the live window beside the sink: trimming never drops it", optIntArg("a message number (the #N at the right of its label), or nothing for the last message")},
+	{CmdUnpin, "[N]", "release pinned message N (default: the last pinned one), so that trimming may drop it again", optIntArg("a message number (the #N at the right of its label), or nothing for the last pinned message")},
 	{CmdClear, "", "start a new conversation", noArg},
 	{CmdStats, "", "show cache and speed statistics", noArg},
 	{CmdTheme, "NAME", "switch theme", textArg(true, "a theme name")},
@@ -119,13 +127,24 @@ func ParseCommand(line string) (Command, error) {
 }
 
 func parseKV(c *Command, arg string) error {
+	if f := strings.Fields(arg); len(f) > 0 && strings.EqualFold(f[0], "bits") {
+		switch {
+		case len(f) == 2 && f[1] == "8":
+			c.Bits = 8
+		case len(f) == 2 && f[1] == "16":
+			c.Bits = 16
+		default:
+			return fmt.Errorf("expected \"bits 8\" or \"bits 16\", got %q", arg)
+		}
+		return nil
+	}
 	if strings.EqualFold(arg, "off") {
 		c.Off = true
 		return nil
 	}
 	n, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || n < 1 || n > math.MaxInt32 {
-		return fmt.Errorf("expected a positive number of tokens or \"off\", got %q", arg)
+		return fmt.Errorf("expected a positive number of tokens, \"off\" or \"bits 8|16\", got %q", arg)
 	}
 	c.Int = n
 	return nil
@@ -146,6 +165,21 @@ func intArg(lo, hi int64, want string) func(*Command, string) error {
 	return func(c *Command, arg string) error {
 		n, err := strconv.ParseInt(arg, 10, 64)
 		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("expected %s, got %q", want, arg)
+		}
+		c.Int = n
+		return nil
+	}
+}
+
+// optIntArg accepts nothing (Int 0) or a positive whole number.
+func optIntArg(want string) func(*Command, string) error {
+	return func(c *Command, arg string) error {
+		if arg == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(arg, "#"), 10, 64)
+		if err != nil || n < 1 || n > math.MaxInt32 {
 			return fmt.Errorf("expected %s, got %q", want, arg)
 		}
 		c.Int = n
@@ -224,7 +258,8 @@ func HelpText() string {
 
 // Complete completes the slash command being typed in line (the whole input).
 // It returns the completed line and, when several candidates remain, their
-// list for display. themeNames are the candidates for "/theme ".
+// list for display. themeNames are the candidates for "/theme "; "/kv "
+// completes "off" and "bits", "/kv bits " the two precisions.
 func Complete(line string, themeNames []string) (string, []string) {
 	if !strings.HasPrefix(line, "/") || strings.Contains(line, "\n") {
 		return line, nil
@@ -246,17 +281,22 @@ func Complete(line string, themeNames []string) (string, []string) {
 		return "/" + commonPrefix(cands), prefixAll("/", cands)
 	}
 	var pool []string
+	arg = strings.TrimLeft(arg, " ")
 	switch CommandName(strings.ToLower(name)) {
 	case CmdTheme:
 		pool = themeNames
-	case CmdKV, CmdMax, CmdTopP, CmdTopK, CmdMinP:
+	case CmdKV:
+		pool = []string{"off", "bits"}
+		if w, rest, ok := strings.Cut(arg, " "); ok && strings.EqualFold(w, "bits") {
+			pool, arg = []string{"8", "16"}, strings.TrimLeft(rest, " ")
+		}
+	case CmdMax, CmdTopP, CmdTopK, CmdMinP:
 		pool = []string{"off"}
 	case CmdThink:
 		pool = []string{"on", "off"}
 	default:
 		return line, nil
 	}
-	arg = strings.TrimLeft(arg, " ")
 	var cands []string
 	for _, p := range pool {
 		if strings.HasPrefix(p, strings.ToLower(arg)) {
@@ -269,6 +309,9 @@ func Complete(line string, themeNames []string) (string, []string) {
 	case 0:
 		return line, nil
 	case 1:
+		if cands[0] == "bits" {
+			return head + "bits ", nil
+		}
 		return head + cands[0], nil
 	}
 	return head + commonPrefix(cands), cands

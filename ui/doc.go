@@ -29,12 +29,13 @@
 //
 // Each component has its tests (transcript_test, editor_test,
 // status_test, palette_test); the others drive the model with messages
-// and a fake engine (model_test, input_test, commands_test, store_test,
+// and a fake engine (model_test, input_test, commands_test, pin_test, store_test,
 // load_test, statedir_test, termwidth_test); the end-to-end tests (e2e_test, exit_test, run_test)
 // run the real engine on engine/enginetest's tiny model with tensor/cpu.
 // Two tests run the real program: they build the main package and
 // models/cmd/mkmodel (a build failure fails them) and drive the binary in
-// a tmux terminal. TestTmux types, pastes, changes /kv, stops a prefill
+// a tmux terminal. TestTmux types, pastes, changes /kv, pins a message,
+// switches to 8-bit KV, stops a prefill
 // with Esc and quits; its screen after the paste's answer is a golden,
 // testdata/screen.txt, which is also the README's capture (speeds and
 // memory aside; go test ./ui -run TestTmux -update-screen rewrites both). TestHostile sends SIGHUP, SIGTERM, SIGINT and
@@ -85,7 +86,9 @@
 //
 //	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
 //
-// The bar is live/max KV keys in eighths of a cell; "∞" when /kv off. A Trim
+// The bar is live/max KV keys in eighths of a cell; "∞" when /kv off.
+// Pinned tokens ("· 120 pinned") and the cache's memory ("· KV 1.2 MB",
+// "(8-bit)" when /kv bits 8) follow when there are any. A Trim
 // event flashes the bar and shows "✂ N" for a moment: N is how much the
 // meter's trimmed count grew since the flash began, so the two agree. During prefill the
 // second segment is "prefill 3/6 chunks · 412 tok/s" (from "prefill 0/6
@@ -100,7 +103,7 @@
 //
 // Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
 // or last line walk the input history; Tab completes /commands (and theme
-// names, "off" for /kv, /max, /topp, /topk, /minp); Esc stops the answer (the partial answer is kept,
+// names, "off" for /kv, /max, /topp, /topk, /minp, "bits 8|16" for /kv); Esc stops the answer (the partial answer is kept,
 // and so is the reasoning of a model stopped while thinking; if nothing
 // was generated yet the message goes back into the editor, above anything
 // typed meanwhile);
@@ -149,6 +152,29 @@
 // lists the trimmed and cut messages. The marks are dropped when the cache
 // is emptied (/clear, an error that reset it, a /summarize).
 //
+// # Pins and KV storage
+//
+// /pin [N] sets engine.Message.Pinned on message N (the #N of its label;
+// by default the last message): the engine keeps its tokens in the
+// never-trimmed prefix of the cache, beside the attention sink. Its label
+// says "pinned", the meter counts the pinned tokens ("· 120 pinned"),
+// /stats lists the pinned messages, and the flag is saved with the
+// conversation and restored by /load. /unpin [N] releases message N (by
+// default the last pinned one). A bad N, nothing to pin, or a pin that
+// would take the sink and the pins past half the cap (the engine's limit)
+// is one error line and changes nothing; a /kv below what the pins need is
+// refused the same way. Where the UI cannot know a message's tokens (not
+// sent since a /load), the engine refuses the next answer with the same
+// reason, which is shown as one line with the message back in the editor.
+// A message pinned after part of it was trimmed makes the next answer
+// prefill the conversation again (/stats says why).
+//
+// /kv bits 8 and /kv bits 16 set engine.Settings.KVBits: 8 stores the
+// cache as int8 with a scale per token and head (about a quarter of the
+// memory). The change empties the cache, so the next answer prefills the
+// conversation again. The meter shows the cache's memory, "KV 60.0 MB",
+// with "(8-bit)" when it stores 8 bits.
+//
 // # Summarize
 //
 // /summarize [INSTRUCTION] sends an engine.Summarize of the held message
@@ -188,10 +214,11 @@
 //
 // # Commands
 //
-// /kv N|off, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
+// /kv N|off|bits 8|16, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
 // /seed N, /max N|off, /think on|off (refused when the model's template
 // has no enable_thinking switch),
-// /system TEXT, /summarize [INSTRUCTION], /read PATH, /clear, /stats,
+// /system TEXT, /summarize [INSTRUCTION], /read PATH, /pin [N], /unpin [N],
+// /clear, /stats,
 // /theme NAME, /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
 // one error line naming the command and what was expected, the command stays

@@ -22,11 +22,17 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 	s := m.set.cur
 	switch c.Name {
 	case CmdKV:
+		if c.Bits != 0 {
+			return nil, m.kvBitsCommand(c.Bits)
+		}
 		if c.Off {
 			s.MaxKV = 0
 			return nil, m.changeSettings(name, s, "kv cap off: the live window is unlimited")
 		} else {
 			s.MaxKV = int(c.Int)
+			if err := m.checkPins(s, -1); err != nil {
+				return nil, fmt.Errorf("%s %d: %w", name, s.MaxKV, err)
+			}
 			msg := fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV)
 			if m.st.meter.Live > s.MaxKV {
 				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.st.meter.Live)
@@ -76,6 +82,8 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 			msg = fmt.Sprintf("system prompt set (%d chars); the next answer prefills from the start", len(c.Text))
 		}
 		return nil, m.changeSettings(name, s, msg)
+	case CmdPin, CmdUnpin:
+		return nil, m.pinCommand(c)
 	case CmdClear:
 		m.clear()
 	case CmdSummarize:
@@ -136,6 +144,176 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	m.autosave()
 	m.recheckHeld(s)
 	return nil
+}
+
+// kvBitsCommand carries out /kv bits 8|16: the storage precision of the
+// KV cache. A change empties the cache (engine.RestartKVBits), so the next
+// answer prefills the conversation again.
+func (m *model) kvBitsCommand(bits int) error {
+	s := m.set.cur
+	if kvBits(s) == bits {
+		m.setNotice(fmt.Sprintf("the KV cache is already %d-bit", bits))
+		return nil
+	}
+	s.KVBits = bits
+	msg := "KV cache 16-bit (full precision)"
+	if bits == 8 {
+		msg = "KV cache 8-bit (int8 with a scale per token and head: about a quarter of the memory)"
+	}
+	return m.changeSettings("/kv bits", s, msg+"; the cache starts over and the next answer prefills the conversation again")
+}
+
+// kvBits is the KV storage precision of s (16 when unset).
+func kvBits(s engine.Settings) int {
+	if s.KVBits == 0 {
+		return 16
+	}
+	return s.KVBits
+}
+
+// pinCommand carries out /pin [N] and /unpin [N]: it sets or clears the
+// Pinned flag of message N (the #N of its label; by default the last
+// message for /pin, the last pinned one for /unpin), which the next
+// request sends to the engine. A pin that would take the sink and the
+// pins past half of the cap (the engine's limit) is refused when the
+// tokens are known; otherwise the engine refuses the next answer with the
+// same reason.
+func (m *model) pinCommand(c Command) error {
+	pin := c.Name == CmdPin
+	name := "/" + string(c.Name)
+	if c.Int > 0 {
+		name += fmt.Sprintf(" %d", c.Int)
+	}
+	count := m.tr.messageCount()
+	num := int(c.Int)
+	switch {
+	case count == 0 && pin:
+		return fmt.Errorf("%s: there is no message to pin yet (send one first)", name)
+	case num == 0 && pin:
+		num = count
+	case num == 0:
+		if num = m.tr.lastPinned(); num == 0 {
+			return fmt.Errorf("%s: no message is pinned", name)
+		}
+	}
+	if num > count {
+		if count == 0 {
+			return fmt.Errorf("%s: no message #%d: there is no message yet", name, num)
+		}
+		return fmt.Errorf("%s: no message #%d: the messages are #1 to #%d (the numbers at the right of their labels)", name, num, count)
+	}
+	i := m.tr.message(num)
+	t := &m.tr.turns[i]
+	if t.pinned == pin {
+		if pin {
+			m.setNotice(fmt.Sprintf("message #%d is already pinned", num))
+		} else {
+			m.setNotice(fmt.Sprintf("message #%d is not pinned", num))
+		}
+		return nil
+	}
+	if pin {
+		if err := m.checkPins(m.set.cur, i); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	t.pinned = pin
+	m.tr.changed(i)
+	var msg string
+	switch {
+	case !pin:
+		msg = fmt.Sprintf("message #%d unpinned: trimming may drop it again from the next answer", num)
+	case m.set.cur.MaxKV <= 0:
+		msg = fmt.Sprintf("message #%d pinned: there is no cap now, so nothing is trimmed; under /kv N it stays in the live window", num)
+	case liveState(t) != "":
+		msg = fmt.Sprintf("message #%d pinned: it was trimmed, so the next answer prefills the conversation again to keep it whole", num)
+	default:
+		msg = fmt.Sprintf("message #%d pinned: trimming never drops it", num)
+		if n, ok := m.tr.tokens(i, m.sess.count); ok {
+			msg = fmt.Sprintf("message #%d pinned (%s tokens): trimming never drops it", num, groupDigits(n))
+		}
+	}
+	if m.phase.busy() {
+		msg += " (from the next answer)"
+	}
+	m.setNotice(msg)
+	m.tr.refresh()
+	m.autosave()
+	m.recheckHeld(m.set.cur)
+	return nil
+}
+
+// checkPins says when the pinned messages (with turn extra pinned too,
+// -1 for none) and the sink would need more than half of the cap of s,
+// the most the engine lets never-trimmed tokens take. Messages whose
+// tokens are not known are left out (the engine checks them).
+func (m *model) checkPins(s engine.Settings, extra int) error {
+	s = s.Normalize()
+	if s.MaxKV <= 0 {
+		return nil
+	}
+	pinned, others := 0, 0
+	for i := range m.tr.turns {
+		t := &m.tr.turns[i]
+		if !t.isMessage() || (!t.pinned && i != extra) {
+			continue
+		}
+		n, ok := m.tr.tokens(i, m.sess.count)
+		if !ok {
+			continue
+		}
+		pinned += n
+		if i != extra {
+			others += n
+		}
+	}
+	if pinned == 0 || s.SinkTokens+pinned <= s.MaxKV/2 {
+		return nil
+	}
+	half := s.MaxKV / 2
+	if extra < 0 {
+		return fmt.Errorf("the pinned messages (%s tokens) and the %d-token sink need %s, more than half of the cap (%s), the most they may keep; /unpin one first or set /kv %d or more",
+			groupDigits(pinned), s.SinkTokens, groupDigits(s.SinkTokens+pinned), groupDigits(half), 2*(s.SinkTokens+pinned))
+	}
+	n := pinned - others
+	what := fmt.Sprintf("with the %d-token sink", s.SinkTokens)
+	if others > 0 {
+		what = fmt.Sprintf("with the messages already pinned (%s tokens) and the %d-token sink", groupDigits(others), s.SinkTokens)
+	}
+	return fmt.Errorf("message #%d has %s tokens; %s that is %s, more than half of the %s-token cap (%s), the most pins may keep; /unpin a message or raise /kv to %d",
+		m.tr.number(extra), groupDigits(n), what, groupDigits(s.SinkTokens+pinned), groupDigits(s.MaxKV), groupDigits(half), 2*(s.SinkTokens+pinned))
+}
+
+// pinLines lists the pinned messages for /stats.
+func (m *model) pinLines() []string {
+	var nums []string
+	total, known := 0, true
+	for i := range m.tr.turns {
+		t := &m.tr.turns[i]
+		if !t.isMessage() || !t.pinned {
+			continue
+		}
+		who := "you"
+		if t.kind == turnAssistant {
+			who = m.tr.label
+		}
+		nums = append(nums, fmt.Sprintf("#%d %s", m.tr.number(i), who))
+		if n, ok := m.tr.tokens(i, m.sess.count); ok {
+			total += n
+		} else {
+			known = false
+		}
+	}
+	if len(nums) == 0 {
+		return nil
+	}
+	line := "pinned " + strings.Join(nums, ", ")
+	if known {
+		line += fmt.Sprintf(" (%s tokens, never trimmed)", groupDigits(total))
+	} else {
+		line += " (never trimmed)"
+	}
+	return []string{line}
 }
 
 // clear starts a new conversation (and a new autosave file).
@@ -264,7 +442,7 @@ func (m *model) applyLoad(msg loadedMsg) {
 	m.autosave() // keep the conversation we are leaving
 	m.tr.reset()
 	for _, sm := range fixed.Messages {
-		t := turn{content: sm.Content, partial: sm.Partial}
+		t := turn{content: sm.Content, partial: sm.Partial, pinned: sm.Pinned && !sm.orphan}
 		switch {
 		case sm.Role == engine.RoleUser:
 			t.kind = turnUser
@@ -366,6 +544,7 @@ func repairConversation(c conversationFile) (fixed conversationFile, repairs []s
 				prev.Display = pd + "\n\n" + sd
 			}
 			prev.Partial = prev.Partial || sm.Partial
+			prev.Pinned = prev.Pinned || sm.Pinned
 			if sm.Note != "" {
 				prev.Note = sm.Note
 			}
@@ -439,6 +618,9 @@ func (m *model) statsText() string {
 	for _, l := range m.tr.windowLines() {
 		b.WriteString("\n" + l)
 	}
+	for _, l := range m.pinLines() {
+		b.WriteString("\n" + l)
+	}
 	if s := m.st.stats; s != nil {
 		reused := fmt.Sprintf("%d reused", s.ReusedTokens)
 		if s.ReusedTrimmed > 0 {
@@ -471,6 +653,10 @@ func restartText(why string) string {
 		return "the kv cap was raised or turned off, so tokens trimmed earlier were prefilled again"
 	case engine.RestartNothingNew:
 		return "the prompt added nothing to what the cache holds"
+	case engine.RestartPinned:
+		return "a message pinned after part of it was trimmed is kept whole, so the conversation was prefilled again"
+	case engine.RestartKVBits:
+		return "the KV storage changed (/kv bits), so the conversation was prefilled again in the new format"
 	case engine.RestartBeyondRewind:
 		return "the conversation changed further back than the cache can rewind (into trimmed tokens, or past the sliding layers' rewind slack)"
 	}
@@ -516,6 +702,7 @@ func (m *model) modelText() string {
 		}
 		return "off"
 	}
+	kv += fmt.Sprintf(" (%d-bit)", kvBits(s))
 	fmt.Fprintf(&b, "\nsettings /kv %s · /chunk %d · /temp %g · /topk %s · /topp %s · /minp %s · /seed %d",
 		kv, s.PrefillChunk, s.Temperature, off(s.TopK > 0, fmt.Sprint(s.TopK)),
 		off(s.TopP > 0 && s.TopP < 1, fmt.Sprint(s.TopP)), off(s.MinP > 0, fmt.Sprint(s.MinP)), s.Seed)

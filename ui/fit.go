@@ -59,8 +59,24 @@ func (m *model) mayNotFit(text string) bool {
 	return len(text)+fitMargin > s.MaxKV-never-m.pinnedBound()
 }
 
-// pinnedBound is an upper bound of the tokens the pinned messages keep.
-func (m *model) pinnedBound() int { return 0 }
+// pinnedBound is an upper bound of the tokens the pinned messages keep:
+// each one's token count where its Layout span gives it, else its bytes
+// (a token covers at least one byte).
+func (m *model) pinnedBound() int {
+	n := 0
+	for i := range m.tr.turns {
+		t := &m.tr.turns[i]
+		if !t.isMessage() || !t.pinned {
+			continue
+		}
+		if t.span != nil {
+			n += t.span.Tokens.Len()
+		} else {
+			n += len(m.tr.sentContent(i))
+		}
+	}
+	return n
+}
 
 // startFitCheck asks the engine whether the message in the editor fits;
 // the message stays in the editor until the answer (fitted) comes.

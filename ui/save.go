@@ -37,7 +37,7 @@ func (m *model) snapshot() conversationFile {
 	for _, t := range m.tr.turns {
 		switch t.kind {
 		case turnUser:
-			sm := savedMessage{Role: engine.RoleUser, Content: t.content}
+			sm := savedMessage{Role: engine.RoleUser, Content: t.content, Pinned: t.pinned}
 			if t.display != t.content {
 				sm.Display = t.display
 			}
@@ -46,7 +46,7 @@ func (m *model) snapshot() conversationFile {
 			}
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
-			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning}
+			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning, Pinned: t.pinned}
 			if t.stream != nil {
 				if t.stream.text == "" && strings.TrimSpace(t.reasoning) == "" {
 					continue // nothing streamed yet: the question stays unanswered

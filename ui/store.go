@@ -36,6 +36,9 @@ type savedMessage struct {
 	// Reasoning is an answer's reasoning (a reasoning model's thinking),
 	// shown folded and sent back with the answer.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Pinned marks a message kept in the never-trimmed prefix of the
+	// cache (/pin).
+	Pinned bool `json:"pinned,omitempty"`
 	// Summarize marks a user message made by /summarize: Content is the
 	// instruction, a blank line and the document.
 	Summarize *savedSummarize `json:"summarize,omitempty"`
@@ -75,7 +78,7 @@ type savedPiece struct {
 //
 //	{"version":1, "model":"...", "created":"RFC3339", "updated":"RFC3339",
 //	 "system":"...", "messages":[{"role":"user","content":"..."}, ...],
-//	 (a message may also have "display", "partial", "note",
+//	 (a message may also have "display", "partial", "note", "pinned",
 //	 "summarize":{"instruction":"..."} and, on a /summarize answer,
 //	 "summary":{"pieces":[{"piece":1,"pieces":9,"start":0,"end":4096,"text":"..."}]})
 //	 "draft":"...", "draft_pastes":[{"label":"[pasted: ...]","content":"..."}]}

@@ -42,6 +42,10 @@ func TestLoadConfig(t *testing.T) {
 		{"wrong type", write("type.json", `{"top_k": "many"}`), true, Config{}, `"top_k" is a JSON string, want a whole number`},
 		{"bad setting", write("kv.json", `{"max_kv_size": -1}`), true, Config{}, "kv.json: max_kv_size -1: want 0 (off)"},
 		{"bad chunk", write("chunk.json", `{"prefill_chunk_size": 0}`), true, Config{}, "prefill_chunk_size 0: want a positive"},
+		{"bad kv_bits", write("bits.json", `{"kv_bits": 4}`), true, Config{}, "bits.json: kv_bits 4: want 16 or 8"},
+		{"kv_bits 0", write("bits0.json", `{"kv_bits": 0}`), true, Config{}, "kv_bits 0: want 16 or 8"},
+		{"kv_bits text", write("bitstext.json", `{"kv_bits": "8"}`), true, Config{}, `"kv_bits" is a JSON string, want a whole number`},
+		{"kv_bits 8", write("bits8.json", `{"kv_bits": 8}`), true, Config{}, ""},
 		{"trailing data", write("two.json", `{} {}`), true, Config{}, "unexpected data after"},
 		{"negative", write("neg.json", `{"history_limit":-1}`), true, Config{}, "must be >= 0"},
 	}
@@ -194,7 +198,7 @@ func TestConfigSettings(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.json")
 	body := `{"max_kv_size": 2048, "prefill_chunk_size": 256, "sink_tokens": 8, "keep_system": true, "temp": 0.7,
 		"top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "repetition_window": 32,
-		"seed": 9, "max_tokens": 100, "no_loop_detect": true, "system": "be brief", "stop": ["END"]}`
+		"seed": 9, "max_tokens": 100, "no_loop_detect": true, "kv_bits": 8, "system": "be brief", "stop": ["END"]}`
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +209,7 @@ func TestConfigSettings(t *testing.T) {
 	got := c.Settings(engine.DefaultSettings())
 	want := engine.Settings{MaxKV: 2048, PrefillChunk: 256, SinkTokens: 8, KeepSystem: true, Temperature: 0.7,
 		TopP: 0.9, TopK: 40, MinP: 0.05, RepetitionPenalty: 1.1, RepetitionWindow: 32, Seed: 9, MaxTokens: 100,
-		NoLoopDetect: true, System: "be brief", StopStrings: []string{"END"}}
+		NoLoopDetect: true, KVBits: 8, System: "be brief", StopStrings: []string{"END"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("settings\n got %+v\nwant %+v", got, want)
 	}

@@ -215,6 +215,7 @@ func TestSummarizeEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "summarize 1/"+m[1]) {
 		t.Errorf("no summarize progress for %s pieces", m[1])
 	}
+	cs.waitScreen("the folded pieces", "▸ "+m[1]+" piece summaries (Ctrl+O shows them)")
 	cs.quit()
 	c := readConv(t, savedConversation(t, cs.state))
 	if len(c.Messages) != 2 || c.Messages[1].Summary == nil || len(c.Messages[1].Summary.Pieces) != atoi(m[1]) {

@@ -19,8 +19,9 @@ var updateScreen = flag.Bool("update-screen", false, "TestTmux: write the captur
 // TestTmux runs the real binary in a tmux terminal with a tiny synthetic
 // Gemma 3n model (models/cmd/mkmodel) and a tiny word-level tokenizer:
 // it types a message, pastes a long document under a small --max-kv-size,
-// checks that tokens stream and the meter shows trims, sends /kv 64, stops a
-// long prefill with Esc and quits with Ctrl+C twice.
+// checks that tokens stream and the meter shows trims, sends /kv 64, pins
+// the trimmed first message, switches to 8-bit KV, stops a long prefill
+// with Esc and quits with Ctrl+C twice.
 func TestTmux(t *testing.T) {
 	bin, modelDir, tmuxBin := realChat(t)
 	work := t.TempDir()
@@ -91,7 +92,19 @@ func TestTmux(t *testing.T) {
 	})
 	checkScreenGolden(t, trimScreen(tm.capture()))
 
-	// 4. Esc stops a long prefill between chunks; the message is kept.
+	// 4. /pin 1 pins the trimmed first message (its label says so) and
+	// /kv bits 8 switches the cache to 8 bits; the next request (below)
+	// restarts the cache with both.
+	tm.keys("-l", "/pin 1")
+	tm.keys("Enter")
+	tm.waitFor("the pin", 10*time.Second, func(s string) bool {
+		return strings.Contains(flat(s), "message #1 pinned: it was trimmed") && strings.Contains(s, "you · pinned · trimmed")
+	})
+	tm.keys("-l", "/kv bits 8")
+	tm.keys("Enter")
+	tm.waitFor("/kv bits 8", 10*time.Second, func(s string) bool { return strings.Contains(s, "KV cache 8-bit") })
+
+	// 5. Esc stops a long prefill between chunks; the message is kept.
 	tm.keys("-l", "/chunk 4")
 	tm.keys("Enter")
 	tm.paste(filepath.Join(work, "doc2.txt"), longDocument(20000))
@@ -109,7 +122,7 @@ func TestTmux(t *testing.T) {
 		t.Errorf("after Esc the paste is not back in the editor, or prefill goes on:\n%s", s)
 	}
 
-	// 5. Ctrl+C twice quits with status 0.
+	// 6. Ctrl+C twice quits with status 0.
 	tm.keys("C-c")
 	tm.keys("C-c")
 	tm.waitFor("the program to exit", 15*time.Second, func(s string) bool { return strings.Contains(s, "[exit ") })
@@ -123,6 +136,9 @@ func TestTmux(t *testing.T) {
 	c := readConv(t, files[0])
 	if len(c.Messages) < 4 || c.Messages[2].Content != doc {
 		t.Errorf("autosave lacks the turns or the exact paste: %d messages", len(c.Messages))
+	}
+	if len(c.Messages) > 0 && !c.Messages[0].Pinned {
+		t.Error("autosave lost the pin of message #1")
 	}
 }
 

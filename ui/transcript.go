@@ -35,6 +35,9 @@ type turn struct {
 	note    string       // assistant: why it stopped early
 	// reasoning is an answer's reasoning (think.go), streamed or done.
 	reasoning string
+	// pinned keeps the message in the never-trimmed prefix of the cache
+	// (/pin; engine.Message.Pinned).
+	pinned bool
 	// span is where the message lay in the cache after the last request
 	// (its Layout entry); nil = not known (not sent yet, or the cache was
 	// emptied since).
@@ -236,18 +239,66 @@ func (tr *transcript) conversation() ([]engine.Message, []int) {
 		if !t.isMessage() {
 			continue
 		}
-		role, content := engine.RoleUser, t.content
+		role := engine.RoleUser
 		if t.kind == turnAssistant {
 			role = engine.RoleAssistant
-		} else if t.summarize != nil {
-			if next := tr.answerAfter(i); next != nil && len(next.pieces) > 0 {
-				content = digest(t, next.pieces)
-			}
 		}
-		msgs = append(msgs, engine.Message{Role: role, Content: content, Reasoning: t.reasoning})
+		msgs = append(msgs, engine.Message{Role: role, Content: tr.sentContent(i), Reasoning: t.reasoning, Pinned: t.pinned})
 		at = append(at, i)
 	}
 	return msgs, at
+}
+
+// sentContent is what turn i sends to the model: its content, or for a
+// /summarize whose document was split, the digest of its pieces.
+func (tr *transcript) sentContent(i int) string {
+	t := &tr.turns[i]
+	if t.kind == turnUser && t.summarize != nil {
+		if next := tr.answerAfter(i); next != nil && len(next.pieces) > 0 {
+			return digest(t, next.pieces)
+		}
+	}
+	return t.content
+}
+
+// messageCount is how many turns are messages (the highest #N).
+func (tr *transcript) messageCount() int {
+	n := 0
+	for i := range tr.turns {
+		if tr.turns[i].isMessage() {
+			n++
+		}
+	}
+	return n
+}
+
+// lastPinned is the number of the last pinned message, or 0.
+func (tr *transcript) lastPinned() int {
+	n, last := 0, 0
+	for i := range tr.turns {
+		if tr.turns[i].isMessage() {
+			n++
+			if tr.turns[i].pinned {
+				last = n
+			}
+		}
+	}
+	return last
+}
+
+// tokens is the number of content tokens of message turn i: exact from
+// its Layout span, else counted with count when the text is short enough
+// to count on the UI goroutine; ok is false when neither is known.
+func (tr *transcript) tokens(i int, count TokenCounter) (n int, ok bool) {
+	if s := tr.turns[i].span; s != nil {
+		return s.Tokens.Len(), true
+	}
+	text := tr.sentContent(i)
+	if count == nil || len(text) >= asyncCountBytes {
+		return 0, false
+	}
+	n, est := countTokens(count, text)
+	return n, !est
 }
 
 // answerAfter is the finished answer right after turn i, or nil.
@@ -504,6 +555,9 @@ func (tr *transcript) labelLine(name string, style lipgloss.Style, t *turn, num 
 	var notes []string
 	if t.note != "" {
 		notes = append(notes, t.note)
+	}
+	if t.pinned {
+		notes = append(notes, "pinned")
 	}
 	if state := liveState(t); state != "" {
 		notes = append(notes, state)
