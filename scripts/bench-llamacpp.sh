@@ -67,7 +67,7 @@ MLX_MODEL="$WORK/e2b"
 GGUF="$WORK/e2b-q4_0.gguf"
 if [ ! -f "$MLX_MODEL/config.json" ] || [ ! -f "$MLX_MODEL/tokenizer.json" ]; then
 	echo "writing the E2B-shaped MLX checkpoint to $MLX_MODEL" >&2
-	(cd "$ROOT" && go run ./models/cmd/mkmodel -kind e2b -towers=false -out "$MLX_MODEL") > "$LOG/mkmodel.log" 2>&1 ||
+	(cd "$ROOT" && go run ./models/cmd/mkmodel -kind e2b -towers=false -force -out "$MLX_MODEL") > "$LOG/mkmodel.log" 2>&1 ||
 		die "mkmodel failed: $LOG/mkmodel.log"
 fi
 if [ ! -f "$GGUF" ]; then
