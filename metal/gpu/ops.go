@@ -149,8 +149,10 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if maxOut < 1 {
 		return fmt.Errorf("matmul: one weight row (%d bytes) exceeds the device binding limit", wRow)
 	}
-	if maxOut > 65535*8 {
-		maxOut = 65535 * 8
+	// The grid's x count is at most 65535: QMV covers kernels.QMVRows rows
+	// per workgroup (the tiled kernels 64, so this bound suits them too).
+	if maxOut > 65535*kernels.QMVRows {
+		maxOut = 65535 * kernels.QMVRows
 	}
 	if maxOut < w.Out && maxOut > 64 {
 		maxOut &^= 63
@@ -192,7 +194,7 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 					id = kernels.QMV8
 				}
 				words := []uint32{uint32(w.In), uint32(nout), uint32(w.Out), uint32(o0), uint32(w.GroupSize), dt}
-				err := b.launch(id, &args, words, [3]int{ceilDiv(nout, 8), m1 - m0, 1})
+				err := b.launch(id, &args, words, [3]int{ceilDiv(nout, kernels.QMVRows), m1 - m0, 1})
 				if err == nil {
 					continue
 				}

@@ -11,6 +11,10 @@ var spvFS embed.FS
 //go:embed msl/*.metal
 var mslFS embed.FS
 
+// QMVRows is the number of output rows each QMV4/QMV8 workgroup computes
+// (ROWS in src/qmv.comp); a dispatch needs ceil(n_out/QMVRows) groups in x.
+const QMVRows = 2
+
 // ID names one compiled kernel variant.
 type ID int
 

@@ -106,14 +106,14 @@ float cvt16(thread const uint& bits, thread const uint& dt)
 
 kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _125 [[buffer(1)]], const device W& _190 [[buffer(2)]], const device S& _220 [[buffer(3)]], const device B& _264 [[buffer(4)]], device D& _439 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
 {
-    threadgroup float part[512];
+    threadgroup float part[128];
     uint r = gl_WorkGroupID.y;
-    uint row0 = gl_WorkGroupID.x * 8u;
+    uint row0 = gl_WorkGroupID.x * 2u;
     uint tid = gl_LocalInvocationID.x;
     uint cpr = p.n_in / 32u;
     uint gpr = p.n_in / p.gsize;
-    spvUnsafeArray<float, 8> acc;
-    for (uint j = 0u; j < 8u; j++)
+    spvUnsafeArray<float, 2> acc;
+    for (uint j = 0u; j < 2u; j++)
     {
         acc[j] = 0.0;
     }
@@ -131,7 +131,7 @@ kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _125 [[buffer
             xv[i] = v * float4(1.0, 0.0625, 0.00390625, 0.000244140625);
         }
         uint g = (c * 32u) / p.gsize;
-        for (uint j_1 = 0u; j_1 < 8u; j_1++)
+        for (uint j_1 = 0u; j_1 < 2u; j_1++)
         {
             uint row = min((row0 + j_1), (p.n_out - 1u));
             uint4 wq = _190.w[(p.ob2 + (row * cpr)) + c];
@@ -171,17 +171,17 @@ kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _125 [[buffer
             acc[j_1] += ((s * d) + (b * xs));
         }
     }
-    for (uint j_2 = 0u; j_2 < 8u; j_2++)
+    for (uint j_2 = 0u; j_2 < 2u; j_2++)
     {
         float s_1 = simd_sum(acc[j_2]);
         bool _384 = simd_is_first();
         if (_384)
         {
-            part[(gl_SubgroupID * 8u) + j_2] = s_1;
+            part[(gl_SubgroupID * 2u) + j_2] = s_1;
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    bool _403 = tid < 8u;
+    bool _403 = tid < 2u;
     bool _412;
     if (_403)
     {
@@ -196,7 +196,7 @@ kernel void qmv4(constant Params& p [[buffer(0)]], const device X& _125 [[buffer
         float t = 0.0;
         for (uint i_1 = 0u; i_1 < gl_NumSubgroups; i_1++)
         {
-            t += part[(i_1 * 8u) + tid];
+            t += part[(i_1 * 2u) + tid];
         }
         _439.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
     }

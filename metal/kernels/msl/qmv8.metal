@@ -104,60 +104,60 @@ float cvt16(thread const uint& bits, thread const uint& dt)
     return _19;
 }
 
-kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _125 [[buffer(1)]], const device W& _188 [[buffer(2)]], const device S& _218 [[buffer(3)]], const device B& _262 [[buffer(4)]], device D& _418 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _124 [[buffer(1)]], const device W& _187 [[buffer(2)]], const device S& _217 [[buffer(3)]], const device B& _261 [[buffer(4)]], device D& _417 [[buffer(5)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
 {
-    threadgroup float part[512];
+    threadgroup float part[128];
     uint r = gl_WorkGroupID.y;
-    uint row0 = gl_WorkGroupID.x * 8u;
+    uint row0 = gl_WorkGroupID.x * 2u;
     uint tid = gl_LocalInvocationID.x;
     uint cpr = p.n_in / 16u;
     uint gpr = p.n_in / p.gsize;
-    spvUnsafeArray<float, 8> acc;
-    for (uint j = 0u; j < 8u; j++)
+    spvUnsafeArray<float, 2> acc;
+    for (uint j = 0u; j < 2u; j++)
     {
         acc[j] = 0.0;
     }
     spvUnsafeArray<float4, 4> xv;
-    float _212;
-    float _256;
+    float _211;
+    float _255;
     for (uint c = tid; c < cpr; c += 64u)
     {
         uint xb = p.ob1 + (((r * p.n_in) + (c * 16u)) / 4u);
         float xs = 0.0;
         for (uint i = 0u; i < 4u; i++)
         {
-            float4 v = _125.x[xb + i];
+            float4 v = _124.x[xb + i];
             xs += ((v.x + v.y) + (v.z + v.w));
             xv[i] = v * float4(1.0, 0.00390625, 1.0, 0.00390625);
         }
         uint g = (c * 16u) / p.gsize;
-        for (uint j_1 = 0u; j_1 < 8u; j_1++)
+        for (uint j_1 = 0u; j_1 < 2u; j_1++)
         {
             uint row = min((row0 + j_1), (p.n_out - 1u));
-            uint4 wq = _188.w[(p.ob2 + (row * cpr)) + c];
+            uint4 wq = _187.w[(p.ob2 + (row * cpr)) + c];
             uint si = (row * gpr) + g;
             if (p.sdt == 0u)
             {
-                _212 = as_type<float>(_218.sc[p.ob3 + si]);
+                _211 = as_type<float>(_217.sc[p.ob3 + si]);
             }
             else
             {
-                uint param = (_218.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
+                uint param = (_217.sc[(p.ob3 + si) >> uint(1)] >> (((p.ob3 + si) & 1u) << uint(4))) & 65535u;
                 uint param_1 = p.sdt;
-                _212 = cvt16(param, param_1);
+                _211 = cvt16(param, param_1);
             }
-            float s = _212;
+            float s = _211;
             if (p.sdt == 0u)
             {
-                _256 = as_type<float>(_262.bi[p.ob4 + si]);
+                _255 = as_type<float>(_261.bi[p.ob4 + si]);
             }
             else
             {
-                uint param_2 = (_262.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
+                uint param_2 = (_261.bi[(p.ob4 + si) >> uint(1)] >> (((p.ob4 + si) & 1u) << uint(4))) & 65535u;
                 uint param_3 = p.sdt;
-                _256 = cvt16(param_2, param_3);
+                _255 = cvt16(param_2, param_3);
             }
-            float b = _256;
+            float b = _255;
             float d = 0.0;
             for (uint k = 0u; k < 4u; k++)
             {
@@ -168,34 +168,34 @@ kernel void qmv8(constant Params& p [[buffer(0)]], const device X& _125 [[buffer
             acc[j_1] += ((s * d) + (b * xs));
         }
     }
-    for (uint j_2 = 0u; j_2 < 8u; j_2++)
+    for (uint j_2 = 0u; j_2 < 2u; j_2++)
     {
         float s_1 = simd_sum(acc[j_2]);
-        bool _363 = simd_is_first();
-        if (_363)
+        bool _362 = simd_is_first();
+        if (_362)
         {
-            part[(gl_SubgroupID * 8u) + j_2] = s_1;
+            part[(gl_SubgroupID * 2u) + j_2] = s_1;
         }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    bool _382 = tid < 8u;
-    bool _391;
-    if (_382)
+    bool _381 = tid < 2u;
+    bool _390;
+    if (_381)
     {
-        _391 = (row0 + tid) < p.n_out;
+        _390 = (row0 + tid) < p.n_out;
     }
     else
     {
-        _391 = _382;
+        _390 = _381;
     }
-    if (_391)
+    if (_390)
     {
         float t = 0.0;
         for (uint i_1 = 0u; i_1 < gl_NumSubgroups; i_1++)
         {
-            t += part[(i_1 * 8u) + tid];
+            t += part[(i_1 * 2u) + tid];
         }
-        _418.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
+        _417.dst[(((p.ob5 + (r * p.ldd)) + p.out0) + row0) + tid] = t;
     }
 }
 

@@ -5,7 +5,9 @@
 // Affine-quantized matrix-vector product for decode: dst[r, out0+o] =
 // sum_k x[r, k] * (s[o, g] * q[o, k] + b[o, g]), g = k / group, computed as
 // s * sum(q*x) + b * sum(x) per group. BITS (4 or 8) is fixed at compile
-// time. Each workgroup owns ROWS output rows; its threads stride over the
+// time. Each workgroup owns ROWS output rows (few, so that even a
+// 2048-row matrix spreads over >= 1024 workgroups and keeps enough loads in
+// flight to approach memory bandwidth); its threads stride over the
 // row in 16-byte chunks (coalesced), keep the chunk's x values in registers
 // and reuse them for every row. One x row per workgroup in y.
 layout(local_size_x = 64) in;
@@ -28,7 +30,7 @@ layout(set = 0, binding = 3) readonly buffer S { uint sc[]; };
 layout(set = 0, binding = 4) readonly buffer B { uint bi[]; };
 layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
 
-const uint ROWS = 8u;
+const uint ROWS = 2u;  // keep in step with kernels.QMVRows
 const uint VPC = 128u / BITS;     // values per 16-byte chunk
 const uvec4 MAGIC = uvec4(0x4b000000u);  // bits of 2^23
 #if BITS == 4
