@@ -100,21 +100,7 @@ func qwen3Dir(t *testing.T) string {
 // next turn's prompt drops it as the template does, and NoThinking makes
 // the template close an empty block before the answer.
 func TestQwen3Thinking(t *testing.T) {
-	dir := qwen3Dir(t)
-	be := cpu.New(2)
-	t.Cleanup(be.Close)
-	b, err := LoadBundle(dir, be, "qwen3-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wm := &watchModel{Model: b.Model}
-	b.Model = wm
-	e, err := FromBundle(b, Options{Settings: Settings{MaxTokens: 40, NoLoopDetect: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start(context.Background())
-	t.Cleanup(e.Close)
+	e, wm := startQwen3(t, 40)
 	if !e.w.info.Reasoning || !e.w.info.ThinkingSwitch {
 		t.Fatalf("model info %+v: want reasoning and a thinking switch", e.w.info)
 	}
@@ -198,21 +184,7 @@ func TestQwen3Thinking(t *testing.T) {
 // renders the reasoning for the last turn and drops it once a new user
 // message follows, and the next Generate runs.
 func TestQwen3ThinkingCancelled(t *testing.T) {
-	dir := qwen3Dir(t)
-	be := cpu.New(2)
-	t.Cleanup(be.Close)
-	b, err := LoadBundle(dir, be, "qwen3-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wm := &watchModel{Model: b.Model}
-	b.Model = wm
-	e, err := FromBundle(b, Options{Settings: Settings{MaxTokens: 200, NoLoopDetect: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start(context.Background())
-	t.Cleanup(e.Close)
+	e, wm := startQwen3(t, 200)
 	// The model writes <think>\n then plans forever; no </think> comes.
 	script, err := e.w.tok.Encode("<think>")
 	if err != nil {
@@ -290,4 +262,25 @@ func equalIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// startQwen3 starts an engine on the tiny Qwen 3 model (real tokenizer and
+// template) with its model wrapped to watch the prompts it is given.
+func startQwen3(t *testing.T, maxTokens int) (*Engine, *watchModel) {
+	t.Helper()
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	b, err := LoadBundle(qwen3Dir(t), be, "qwen3-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := &watchModel{Model: b.Model}
+	b.Model = wm
+	e, err := FromBundle(b, Options{Settings: Settings{MaxTokens: maxTokens, NoLoopDetect: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start(context.Background())
+	t.Cleanup(e.Close)
+	return e, wm
 }
