@@ -224,3 +224,22 @@ func Tied(ck *checkpoint.Checkpoint, text *checkpoint.Config, def bool) (bool, e
 	}
 	return def, nil
 }
+
+// Open opens the checkpoint in dir and builds a model from it with
+// newModel, which owns the checkpoint from then on; when newModel fails,
+// the checkpoint is closed before the error is returned. Every family's
+// Load is this call with its own New.
+func Open[M any](dir string, be tensor.Backend, newModel func(*checkpoint.Checkpoint, tensor.Backend) (M, error)) (M, error) {
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		var zero M
+		return zero, err
+	}
+	m, err := newModel(ck, be)
+	if err != nil {
+		ck.Close()
+		var zero M
+		return zero, err
+	}
+	return m, nil
+}

@@ -75,18 +75,7 @@ type Model struct {
 func (m *Model) TextConfig() Config { return *m.cfg }
 
 // Load opens the checkpoint in dir and builds the model on be.
-func Load(dir string, be tensor.Backend) (*Model, error) {
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	m, err := New(ck, be)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	return m, nil
-}
+func Load(dir string, be tensor.Backend) (*Model, error) { return blocks.Open(dir, be, New) }
 
 // New builds the model from an opened checkpoint, which it then owns.
 func New(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {

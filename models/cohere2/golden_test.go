@@ -1,10 +1,9 @@
 package cohere2
 
 import (
-	"path/filepath"
-	"slices"
 	"testing"
 
+	"mlxchat/models/blocks"
 	"mlxchat/models/familytest"
 	"mlxchat/tensor/cpu"
 )
@@ -16,33 +15,10 @@ import (
 func TestGolden(t *testing.T) {
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	for _, tc := range []struct {
-		name  string
-		stops []int32
-		bos   int32
-	}{
-		{"c2_a", []int32{250, 251}, 5},
-		{"c2_a_q4", []int32{250, 251}, 5},
-		{"c2_a_q8", []int32{250, 251}, 5},
-		{"c2_b", []int32{250, 251}, 5},
-	} {
-		name := tc.name
-		t.Run(name, func(t *testing.T) {
-			dir := familytest.Dir(name)
-			familytest.Need(t, filepath.Join(dir, "golden.safetensors"))
-			m, err := Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.Close() })
-			g := familytest.Check(t, m, filepath.Join(dir, "golden.safetensors"))
-			familytest.CheckLayout(t, g, m.Decoder)
-			if info := m.Config(); !slices.Equal(info.StopIDs, tc.stops) || info.BOSID != tc.bos {
-				t.Errorf("stop ids %v, bos %d; want %v, %d", info.StopIDs, info.BOSID, tc.stops, tc.bos)
-			}
-			if name == "c2_a" {
-				familytest.CheckTrim(t, m, filepath.Join(dir, "golden_trim.safetensors"))
-			}
-		})
-	}
+	familytest.RunGolden(t, be, Load, func(m *Model) *blocks.Decoder { return m.Decoder }, []familytest.Case{
+		{Name: "c2_a", Stops: []int32{250, 251}, BOS: 5, Trim: true},
+		{Name: "c2_a_q4", Stops: []int32{250, 251}, BOS: 5},
+		{Name: "c2_a_q8", Stops: []int32{250, 251}, BOS: 5},
+		{Name: "c2_b", Stops: []int32{250, 251}, BOS: 5},
+	})
 }

@@ -3,6 +3,8 @@
 // writes, and running a loaded model against them (one-shot, chunked,
 // decode, the trimmed max-kv scenario, RoPE tables and layer types).
 //
+// RunGolden runs a family's whole fixture table through those checks.
+//
 // It is imported by tests only. It may import tensor, kvcache,
 // models/checkpoint, models/blocks and models/synth; never a family
 // package or models.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"mlxchat/models/blocks"
 	"mlxchat/models/familytest"
 	"mlxchat/tensor/cpu"
 )
@@ -14,37 +15,14 @@ import (
 func TestGolden(t *testing.T) {
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	for _, tc := range []struct {
-		name  string
-		stops []int32
-		bos   int32
-	}{
-		{"text_a", []int32{1, 106}, 2},
-		{"text_a_q4", []int32{1, 106}, 2},
-		{"text_a_q8", []int32{1, 106}, 2},
-		{"mm_b", []int32{1, 106}, 2},
-		{"mm_b_q4", []int32{1, 106}, 2},
-		{"v5_c", []int32{1, 106}, 2},
-	} {
-		name := tc.name
-		t.Run(name, func(t *testing.T) {
-			dir := familytest.Dir(name)
-			familytest.Need(t, filepath.Join(dir, "golden.safetensors"))
-			m, err := Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.Close() })
-			g := familytest.Check(t, m, filepath.Join(dir, "golden.safetensors"))
-			familytest.CheckLayout(t, g, m.Decoder)
-			if info := m.Config(); !slices.Equal(info.StopIDs, tc.stops) || info.BOSID != tc.bos {
-				t.Errorf("stop ids %v, bos %d; want %v, %d", info.StopIDs, info.BOSID, tc.stops, tc.bos)
-			}
-			if name == "text_a" {
-				familytest.CheckTrim(t, m, filepath.Join(dir, "golden_trim.safetensors"))
-			}
-		})
-	}
+	familytest.RunGolden(t, be, Load, func(m *Model) *blocks.Decoder { return m.Decoder }, []familytest.Case{
+		{Name: "text_a", Stops: []int32{1, 106}, BOS: 2, Trim: true},
+		{Name: "text_a_q4", Stops: []int32{1, 106}, BOS: 2},
+		{Name: "text_a_q8", Stops: []int32{1, 106}, BOS: 2},
+		{Name: "mm_b", Stops: []int32{1, 106}, BOS: 2},
+		{Name: "mm_b_q4", Stops: []int32{1, 106}, BOS: 2},
+		{Name: "v5_c", Stops: []int32{1, 106}, BOS: 2},
+	})
 }
 
 // TestGoldenInfo checks what the fixtures' configs say beyond the logits:

@@ -1,6 +1,7 @@
 package gemma3n
 
 import (
+	"mlxchat/models/familytest"
 	"os"
 	"runtime"
 	"strconv"
@@ -76,7 +77,7 @@ func BenchmarkE2BDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		next = argmax(lg.F32())
+		next = familytest.Argmax(lg.F32())
 	}
 	secs := time.Since(start).Seconds()
 	b.StopTimer()

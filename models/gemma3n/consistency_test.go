@@ -2,6 +2,7 @@ package gemma3n
 
 import (
 	"math/rand/v2"
+	"mlxchat/models/familytest"
 	"testing"
 
 	"mlxchat/kvcache"
@@ -51,11 +52,11 @@ func TestChunkedPrefillMatchesOneShot(t *testing.T) {
 		{520, []int{512, 64}},
 	} {
 		ids := randomIDs(uint64(tc.prompt), tc.prompt, vocab)
-		want, _ := prefill(t, m, kvcache.DefaultOptions(), ids, tc.prompt)
-		scale := maxAbs(want)
+		want, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, tc.prompt)
+		scale := familytest.MaxAbs(want)
 		for _, chunk := range tc.chunks {
-			got, c := prefill(t, m, kvcache.DefaultOptions(), ids, chunk)
-			if d := maxDiff(got, want); d > chunkTolerance*scale {
+			got, c := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, chunk)
+			if d := familytest.MaxDiff(got, want); d > chunkTolerance*scale {
 				t.Errorf("prompt %d, chunk %d: max |Δlogit| %.3g > %.3g (max |logit| %.3g)", tc.prompt, chunk, d, chunkTolerance*scale, scale)
 			}
 			if c.Offset() != tc.prompt {
@@ -70,7 +71,7 @@ func TestLastOnly(t *testing.T) {
 	m := load(t, tinyDir(t, synth.Options{Seed: 4}), newBackend(t))
 	vocab := m.Config().VocabSize
 	ids := randomIDs(5, 30, vocab)
-	all, _ := prefill(t, m, kvcache.DefaultOptions(), ids, 30)
+	all, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, 30)
 	c, err := m.NewCache(kvcache.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestLastOnly(t *testing.T) {
 	if last.Shape[0] != 1 || last.Shape[1] != vocab {
 		t.Fatalf("lastOnly logits %v, want [1 %d]", last.Shape, vocab)
 	}
-	if d := maxDiff(last.F32(), all[29*vocab:]); d > 1e-6*maxAbs(all) {
+	if d := familytest.MaxDiff(last.F32(), all[29*vocab:]); d > 1e-6*familytest.MaxAbs(all) {
 		t.Errorf("lastOnly row differs from the full row by %g", d)
 	}
 }
@@ -97,22 +98,22 @@ func TestMaxKVBelowPrompt(t *testing.T) {
 	vocab := m.Config().VocabSize
 	const maxKV, chunk, prompt = 48, 16, 150
 	ids := randomIDs(7, prompt, vocab)
-	free, _ := prefill(t, m, kvcache.DefaultOptions(), ids, chunk)
+	free, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, chunk)
 	opts := kvcache.DefaultOptions()
 	opts.MaxKV = maxKV
-	got, c := prefill(t, m, opts, ids, chunk)
+	got, c := familytest.Prefill(t, m, opts, ids, chunk)
 	st := c.Stats()
 	if st.Trimmed == 0 || st.Live > maxKV || st.Offset != prompt {
 		t.Fatalf("after prefill: trimmed %d, live %d (cap %d), offset %d", st.Trimmed, st.Live, maxKV, st.Offset)
 	}
 	untrimmed := 3 * chunk // live+chunk <= 48 holds for the first three chunks
-	if d := maxDiff(got[:untrimmed*vocab], free[:untrimmed*vocab]); d > chunkTolerance*maxAbs(free) {
+	if d := familytest.MaxDiff(got[:untrimmed*vocab], free[:untrimmed*vocab]); d > chunkTolerance*familytest.MaxAbs(free) {
 		t.Errorf("chunks before the first trim differ from the unbounded run by %g", d)
 	}
 	if !allFinite(got) {
 		t.Fatal("non-finite logits during trimmed prefill")
 	}
-	next := argmax(got[len(got)-vocab:])
+	next := familytest.Argmax(got[len(got)-vocab:])
 	for step := 0; step < 40; step++ {
 		lg, err := m.Forward(c, []int32{next}, true)
 		if err != nil {
@@ -121,7 +122,7 @@ func TestMaxKVBelowPrompt(t *testing.T) {
 		if !allFinite(lg.F32()) {
 			t.Fatalf("decode step %d: non-finite logits", step)
 		}
-		next = argmax(lg.F32())
+		next = familytest.Argmax(lg.F32())
 	}
 	if st := c.Stats(); st.Live > maxKV || st.Offset != prompt+40 {
 		t.Fatalf("after decode: live %d (cap %d), offset %d", st.Live, maxKV, st.Offset)

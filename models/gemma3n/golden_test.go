@@ -2,6 +2,7 @@ package gemma3n
 
 import (
 	"fmt"
+	"mlxchat/models/familytest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,7 @@ func TestGolden(t *testing.T) {
 			m := load(t, dir, be)
 			vocab := m.Config().VocabSize
 			T, P := len(g.tokens), g.promptLen
-			scale := maxAbs(g.logits)
+			scale := familytest.MaxAbs(g.logits)
 			tol := fx.tol * scale
 
 			// One-shot over the whole sequence, tracing layer outputs.
@@ -124,14 +125,14 @@ func TestGolden(t *testing.T) {
 					for s := 0; s < S; s++ {
 						got := xs[(s*T+p)*H : (s*T+p+1)*H]
 						off := ((layer*g.dump+p)*S + s) * H
-						d = max(d, maxDiff(got, g.layerOut[off:off+H])/max(maxAbs(g.layerOut[off:off+H]), 1))
+						d = max(d, familytest.MaxDiff(got, g.layerOut[off:off+H])/max(familytest.MaxAbs(g.layerOut[off:off+H]), 1))
 					}
 				}
 				layerDiff = append(layerDiff, d)
 			}
-			oneShot, _ := prefill(t, m, kvcache.DefaultOptions(), g.tokens, T)
+			oneShot, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), g.tokens, T)
 			m.trace = nil
-			if d := maxDiff(oneShot, g.logits); d > tol {
+			if d := familytest.MaxDiff(oneShot, g.logits); d > tol {
 				t.Errorf("one-shot logits: max |Δ| %.3g > %.3g; per-layer relative output error %s", d, tol, fmtDiffs(layerDiff))
 			} else {
 				t.Logf("one-shot logits: max |Δ| %.3g (tolerance %.3g); layer errors %s", d, tol, fmtDiffs(layerDiff))
@@ -139,8 +140,8 @@ func TestGolden(t *testing.T) {
 
 			// Chunked prefill of the same sequence.
 			for _, chunk := range []int{1, 7, 64} {
-				got, _ := prefill(t, m, kvcache.DefaultOptions(), g.tokens, chunk)
-				if d := maxDiff(got, g.logits); d > tol {
+				got, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), g.tokens, chunk)
+				if d := familytest.MaxDiff(got, g.logits); d > tol {
 					t.Errorf("chunk %d: max |Δ| %.3g > %.3g (%.2g of max |logit|)", chunk, d, tol, d/scale)
 				} else {
 					t.Logf("chunk %d: max |Δ| %.2g of max |logit|", chunk, d/scale)
@@ -160,10 +161,10 @@ func TestGolden(t *testing.T) {
 			var ids []int32
 			for step := 0; step < gen; step++ {
 				row := lg.F32()
-				if d := maxDiff(row, g.decodeLogits[step*vocab:(step+1)*vocab]); d > tol {
+				if d := familytest.MaxDiff(row, g.decodeLogits[step*vocab:(step+1)*vocab]); d > tol {
 					t.Errorf("decode step %d: max |Δ| %.3g > %.3g", step, d, tol)
 				}
-				next := argmax(row)
+				next := familytest.Argmax(row)
 				ids = append(ids, next)
 				if step+1 < gen {
 					if lg, err = m.Forward(c, []int32{next}, true); err != nil {

@@ -92,18 +92,7 @@ type Model struct {
 }
 
 // Load opens the checkpoint in dir and builds the model on be.
-func Load(dir string, be tensor.Backend) (*Model, error) {
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	m, err := New(ck, be)
-	if err != nil {
-		ck.Close()
-		return nil, err
-	}
-	return m, nil
-}
+func Load(dir string, be tensor.Backend) (*Model, error) { return blocks.Open(dir, be, New) }
 
 // New builds the model from an opened checkpoint, which it then owns
 // (Close closes it). Weights stay in the checkpoint's mapping; only small

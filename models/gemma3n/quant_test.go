@@ -3,6 +3,7 @@ package gemma3n
 import (
 	"encoding/json"
 	"math"
+	"mlxchat/models/familytest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,20 +193,20 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 				t.Fatalf("embedding quantized: %v (q) %v (d)", qm.embed.Quantized(), dm.embed.Quantized())
 			}
 			ids := randomIDs(11, 40, qm.Config().VocabSize)
-			want, dc := prefill(t, dm, kvcache.DefaultOptions(), ids, 16)
-			got, qc := prefill(t, qm, kvcache.DefaultOptions(), ids, 16)
-			scale := maxAbs(want)
+			want, dc := familytest.Prefill(t, dm, kvcache.DefaultOptions(), ids, 16)
+			got, qc := familytest.Prefill(t, qm, kvcache.DefaultOptions(), ids, 16)
+			scale := familytest.MaxAbs(want)
 			tol := quantTolerance * scale
 			if tc.tol > 0 {
 				tol = tc.tol * scale
 			}
-			if d := maxDiff(got, want); d > tol {
+			if d := familytest.MaxDiff(got, want); d > tol {
 				t.Fatalf("prompt logits differ by %.3g > %.3g (%.2g of max |logit|)", d, tol, d/scale)
 			} else {
 				t.Logf("prompt logits: max |Δ| %.2g of max |logit|", d/scale)
 			}
 			vocab := qm.Config().VocabSize
-			next := argmax(want[len(want)-vocab:])
+			next := familytest.Argmax(want[len(want)-vocab:])
 			worst := 0.0
 			for step := 0; step < 12; step++ {
 				a, err := dm.Forward(dc, []int32{next}, true)
@@ -216,7 +217,7 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d := maxDiff(b.F32(), a.F32())
+				d := familytest.MaxDiff(b.F32(), a.F32())
 				if d > tol {
 					t.Fatalf("decode step %d: logits differ by %.3g > %.3g", step, d, tol)
 				}
@@ -225,10 +226,10 @@ func TestQuantizedMatchesDequantized(t *testing.T) {
 				// agree exactly (the independent check, against
 				// transformers' ids, is TestGolden's on tiny_b_q8g128 and
 				// tiny_b_mixed).
-				if ga, gb := argmax(a.F32()), argmax(b.F32()); ga != gb {
+				if ga, gb := familytest.Argmax(a.F32()), familytest.Argmax(b.F32()); ga != gb {
 					t.Fatalf("decode step %d: greedy id %d, dequantized model %d (top-2 gap %.3g)", step, gb, ga, topGap(a.F32()))
 				}
-				next = argmax(a.F32())
+				next = familytest.Argmax(a.F32())
 			}
 			t.Logf("12 decode steps: max |Δ| %.2g of max |logit|", worst/scale)
 			if qm.WeightBytes() >= dm.WeightBytes() {

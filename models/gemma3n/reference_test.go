@@ -3,6 +3,7 @@ package gemma3n
 import (
 	"fmt"
 	"math"
+	"mlxchat/models/familytest"
 	"testing"
 
 	"mlxchat/kvcache"
@@ -383,10 +384,10 @@ func TestMatchesFloat64Reference(t *testing.T) {
 			}
 			diffs = append(diffs, d)
 		}
-		prefill(t, m, kvcache.DefaultOptions(), ids, len(ids))
+		familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, len(ids))
 		m.trace = nil
 		t.Logf("per-layer stream max |Δ|: %v", fmtDiffs(diffs))
-		got, _ := prefill(t, m, kvcache.DefaultOptions(), ids, 8)
+		got, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, 8)
 		scale, d := 0.0, 0.0
 		for i := range want {
 			scale = math.Max(scale, math.Abs(want[i]))

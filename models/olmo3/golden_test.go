@@ -1,10 +1,9 @@
 package olmo3
 
 import (
-	"path/filepath"
-	"slices"
 	"testing"
 
+	"mlxchat/models/blocks"
 	"mlxchat/models/familytest"
 	"mlxchat/tensor/cpu"
 )
@@ -16,33 +15,10 @@ import (
 func TestGolden(t *testing.T) {
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	for _, tc := range []struct {
-		name  string
-		stops []int32
-		bos   int32
-	}{
-		{"o3_a", []int32{250}, -1},
-		{"o3_a_q4", []int32{250}, -1},
-		{"o3_a_q8", []int32{250}, -1},
-		{"o3_b", []int32{250}, -1},
-	} {
-		name := tc.name
-		t.Run(name, func(t *testing.T) {
-			dir := familytest.Dir(name)
-			familytest.Need(t, filepath.Join(dir, "golden.safetensors"))
-			m, err := Load(dir, be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.Close() })
-			g := familytest.Check(t, m, filepath.Join(dir, "golden.safetensors"))
-			familytest.CheckLayout(t, g, m.Decoder)
-			if info := m.Config(); !slices.Equal(info.StopIDs, tc.stops) || info.BOSID != tc.bos {
-				t.Errorf("stop ids %v, bos %d; want %v, %d", info.StopIDs, info.BOSID, tc.stops, tc.bos)
-			}
-			if name == "o3_a" {
-				familytest.CheckTrim(t, m, filepath.Join(dir, "golden_trim.safetensors"))
-			}
-		})
-	}
+	familytest.RunGolden(t, be, Load, func(m *Model) *blocks.Decoder { return m.Decoder }, []familytest.Case{
+		{Name: "o3_a", Stops: []int32{250}, BOS: -1, Trim: true},
+		{Name: "o3_a_q4", Stops: []int32{250}, BOS: -1},
+		{Name: "o3_a_q8", Stops: []int32{250}, BOS: -1},
+		{Name: "o3_b", Stops: []int32{250}, BOS: -1},
+	})
 }
