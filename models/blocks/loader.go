@@ -243,3 +243,35 @@ func Open[M any](dir string, be tensor.Backend, newModel func(*checkpoint.Checkp
 	}
 	return m, nil
 }
+
+// TextStart is where a text family's loader begins: its decoder with the
+// embedding and head loaded, the weights at the text tensors' prefix, and
+// whether the head is tied to the embedding.
+type TextStart struct {
+	Decoder *Decoder
+	Weights *Weights
+	Tied    bool
+}
+
+// StartText finds the text tensors' prefix (one of TextPrefixes), creates
+// family's decoder on be and loads its embedding (vocab x hidden from s)
+// and head; tie_word_embeddings (text config, then the top level)
+// defaults to tieDefault.
+func StartText(family string, ck *checkpoint.Checkpoint, be tensor.Backend, text *checkpoint.Config, s Sizes, tieDefault bool) (TextStart, error) {
+	prefix, err := FindPrefix(ck, "embed_tokens.weight", TextPrefixes...)
+	if err != nil {
+		return TextStart{}, err
+	}
+	st := TextStart{Weights: &Weights{CK: ck, Prefix: prefix}, Decoder: NewDecoder(family, ck, be)}
+	d := st.Decoder
+	if d.Embed, err = LoadEmbedding(st.Weights, s.Vocab, s.Hidden); err != nil {
+		return TextStart{}, err
+	}
+	if st.Tied, err = Tied(ck, text, tieDefault); err != nil {
+		return TextStart{}, err
+	}
+	if d.Head, err = LoadHead(st.Weights, d.Embed, st.Tied); err != nil {
+		return TextStart{}, err
+	}
+	return st, nil
+}

@@ -93,21 +93,12 @@ func build(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 		return nil, err
 	}
 	s := &cfg.Sizes
-	prefix, err := blocks.FindPrefix(ck, "embed_tokens.weight", blocks.TextPrefixes...)
+	st, err := blocks.StartText("cohere2", ck, be, c, *s, true)
 	if err != nil {
 		return nil, err
 	}
-	w := &blocks.Weights{CK: ck, Prefix: prefix}
-	d := blocks.NewDecoder("cohere2", ck, be)
-	if d.Embed, err = blocks.LoadEmbedding(w, s.Vocab, s.Hidden); err != nil {
-		return nil, err
-	}
-	if cfg.Tied, err = blocks.Tied(ck, c, true); err != nil {
-		return nil, err
-	}
-	if d.Head, err = blocks.LoadHead(w, d.Embed, cfg.Tied); err != nil {
-		return nil, err
-	}
+	d, w := st.Decoder, st.Weights
+	cfg.Tied = st.Tied
 	d.LogitScale = float32(cfg.LogitScale)
 	// Sliding layers rotate interleaved pairs; global layers take no RoPE.
 	rope, af, err := cfg.Rope.Rotary(s.HeadDim, true)

@@ -13,16 +13,8 @@ import (
 func TestBadCheckpoints(t *testing.T) {
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
-	load := func(dir string) error {
-		m, err := Load(dir, be)
-		if err == nil {
-			m.Close()
-		}
-		return err
-	}
+	load := familytest.Loads(Load, be)
 	type bad = familytest.BadCase
-	del := familytest.Delete
-	_ = del
 	familytest.CheckBad(t, familytest.Dir("c2_a"), load, []bad{
 		{Name: "missing input norm", Drop: "model.layers.1.input_layernorm.weight", Want: "model.layers.1.input_layernorm.weight"},
 		{Name: "short v_proj", Shrink: "model.layers.3.self_attn.v_proj.weight", Want: "model.layers.3.self_attn.v_proj"},

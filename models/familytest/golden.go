@@ -50,3 +50,15 @@ func RunGolden[M Model](t *testing.T, be tensor.Backend, load func(string, tenso
 		})
 	}
 }
+
+// Loads turns a family's Load on be into the loader CheckBad takes: it
+// returns Load's error and closes what loads.
+func Loads[M Model](load func(string, tensor.Backend) (M, error), be tensor.Backend) func(string) error {
+	return func(dir string) error {
+		m, err := load(dir, be)
+		if err == nil {
+			m.Close()
+		}
+		return err
+	}
+}

@@ -13,16 +13,9 @@ import (
 func TestBadCheckpoints(t *testing.T) {
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
-	load := func(dir string) error {
-		m, err := Load(dir, be)
-		if err == nil {
-			m.Close()
-		}
-		return err
-	}
+	load := familytest.Loads(Load, be)
 	type bad = familytest.BadCase
 	del := familytest.Delete
-	_ = del
 	familytest.CheckBad(t, familytest.Dir("text_a"), load, []bad{
 		{Name: "missing q_norm", Drop: "model.layers.1.self_attn.q_norm.weight", Want: "model.layers.1.self_attn.q_norm.weight"},
 		{Name: "short up_proj", Shrink: "model.layers.0.mlp.up_proj.weight", Want: "model.layers.0.mlp.up_proj"},

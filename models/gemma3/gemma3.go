@@ -135,23 +135,14 @@ func build(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 		return nil, err
 	}
 	s := &cfg.Sizes
-	prefix, err := blocks.FindPrefix(ck, "embed_tokens.weight", blocks.TextPrefixes...)
+	st, err := blocks.StartText("gemma3", ck, be, text, *s, true)
 	if err != nil {
 		return nil, err
 	}
-	w := &blocks.Weights{CK: ck, Prefix: prefix}
-	d := blocks.NewDecoder("gemma3", ck, be)
-	if d.Embed, err = blocks.LoadEmbedding(w, s.Vocab, s.Hidden); err != nil {
-		return nil, err
-	}
+	d, w := st.Decoder, st.Weights
+	cfg.Tied = st.Tied
 	s.Vocab = d.Embed.Out
 	d.EmbedScale = blocks.Round(blocks.ComputeDType(ck.Config), math.Sqrt(float64(s.Hidden)))
-	if cfg.Tied, err = blocks.Tied(ck, text, true); err != nil {
-		return nil, err
-	}
-	if d.Head, err = blocks.LoadHead(w, d.Embed, cfg.Tied); err != nil {
-		return nil, err
-	}
 	d.Softcap = float32(cfg.FinalSoftcap)
 	ropeFull, _, err := cfg.RopeFull.Rotary(s.HeadDim, false)
 	if err != nil {

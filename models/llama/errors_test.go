@@ -13,16 +13,8 @@ import (
 func TestBadCheckpoints(t *testing.T) {
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
-	load := func(dir string) error {
-		m, err := Load(dir, be)
-		if err == nil {
-			m.Close()
-		}
-		return err
-	}
+	load := familytest.Loads(Load, be)
 	type bad = familytest.BadCase
-	del := familytest.Delete
-	_ = del
 	familytest.CheckBad(t, familytest.Dir("l3_b"), load, []bad{
 		{Name: "missing bias", Drop: "model.layers.0.mlp.down_proj.bias", Want: "model.layers.0.mlp.down_proj.bias"},
 		{Name: "short lm_head", Shrink: "lm_head.weight", Want: "lm_head"},

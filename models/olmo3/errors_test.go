@@ -13,16 +13,9 @@ import (
 func TestBadCheckpoints(t *testing.T) {
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
-	load := func(dir string) error {
-		m, err := Load(dir, be)
-		if err == nil {
-			m.Close()
-		}
-		return err
-	}
+	load := familytest.Loads(Load, be)
 	type bad = familytest.BadCase
 	del := familytest.Delete
-	_ = del
 	familytest.CheckBad(t, familytest.Dir("o3_a"), load, []bad{
 		{Name: "short k_norm", Shrink: "model.layers.0.self_attn.k_norm.weight", Want: "model.layers.0.self_attn.k_norm.weight"},
 		{Name: "missing post-ff norm", Drop: "model.layers.2.post_feedforward_layernorm.weight", Want: "model.layers.2.post_feedforward_layernorm.weight"},

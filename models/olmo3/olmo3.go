@@ -100,21 +100,12 @@ func build(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 		return nil, err
 	}
 	s := &cfg.Sizes
-	prefix, err := blocks.FindPrefix(ck, "embed_tokens.weight", blocks.TextPrefixes...)
+	st, err := blocks.StartText("olmo3", ck, be, c, *s, false)
 	if err != nil {
 		return nil, err
 	}
-	w := &blocks.Weights{CK: ck, Prefix: prefix}
-	d := blocks.NewDecoder("olmo3", ck, be)
-	if d.Embed, err = blocks.LoadEmbedding(w, s.Vocab, s.Hidden); err != nil {
-		return nil, err
-	}
-	if cfg.Tied, err = blocks.Tied(ck, c, false); err != nil {
-		return nil, err
-	}
-	if d.Head, err = blocks.LoadHead(w, d.Embed, cfg.Tied); err != nil {
-		return nil, err
-	}
+	d, w := st.Decoder, st.Weights
+	cfg.Tied = st.Tied
 	ropeFull, afFull, err := cfg.RopeFull.Rotary(s.HeadDim, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: global-layer rope: %w", c.Path, err)

@@ -13,16 +13,8 @@ import (
 func TestBadCheckpoints(t *testing.T) {
 	be := cpu.New(1)
 	t.Cleanup(be.Close)
-	load := func(dir string) error {
-		m, err := Load(dir, be)
-		if err == nil {
-			m.Close()
-		}
-		return err
-	}
+	load := familytest.Loads(Load, be)
 	type bad = familytest.BadCase
-	del := familytest.Delete
-	_ = del
 	familytest.CheckBad(t, familytest.Dir("q3_a"), load, []bad{
 		{Name: "missing k_norm", Drop: "model.layers.3.self_attn.k_norm.weight", Want: "model.layers.3.self_attn.k_norm.weight"},
 		{Name: "short q_norm", Shrink: "model.layers.0.self_attn.q_norm.weight", Want: "model.layers.0.self_attn.q_norm.weight"},
