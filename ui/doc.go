@@ -39,7 +39,8 @@
 // with Esc and quits; its screen after the paste's answer is a golden,
 // testdata/screen.txt, which is also the README's capture (speeds and
 // memory aside; go test ./ui -run TestTmux -update-screen rewrites both). TestHostile sends SIGHUP, SIGTERM, SIGINT and
-// SIGQUIT while an answer streams, gives it a state dir that is a file,
+// SIGQUIT while an answer streams (SIGHUP and SIGTERM also during a
+// /summarize), gives it a state dir that is a file,
 // read-only or full (tmpfs mounts through unshare -rm, since root ignores
 // permission bits), kills it with -9 during saves, starts two chats in the
 // same second, and pastes 10 MB, invalid UTF-8, resizes to 1x1, spams /kv
@@ -239,7 +240,10 @@
 // SIGHUP, SIGINT, SIGTERM, SIGQUIT, ctx end, a recovered panic), draft and
 // collapsed pastes included. An answer still streaming is saved with
 // "partial": true and "note": "interrupted", and shows as
-// "partial · interrupted" when loaded. /save FILE and
+// "partial · interrupted" when loaded; a /summarize still in its pieces
+// is saved as Esc would keep it, the pieces done as a partial answer,
+// "interrupted after 3 of 9 pieces". The periodic save also writes the
+// reasoning and each finished piece as they come. /save FILE and
 // /load FILE use that folder for bare names. The input history is
 // $XDG_STATE_HOME/mlxchat/history.json.
 //

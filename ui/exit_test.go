@@ -130,3 +130,112 @@ func TestRunSignalsSavePartial(t *testing.T) {
 		})
 	}
 }
+
+// TestQuitDuringSummarizeKeepsPieces: every way out of the chat during a
+// /summarize keeps the piece summaries finished so far as a partial answer
+// (as Esc does), marked interrupted; the periodic save writes each piece
+// as it comes, so a kill -9 keeps them too; a load shows them and sends
+// them on.
+func TestQuitDuringSummarizeKeepsPieces(t *testing.T) {
+	tests := []struct {
+		name string
+		quit func(m *model)
+	}{
+		{"signal", func(m *model) { update(m, signalMsg{}) }},
+		{"Ctrl+C twice", func(m *model) { press(m, tea.KeyCtrlC); press(m, tea.KeyCtrlC) }},
+		{"Run's exit save (ctx end, panic)", func(m *model) { m.record(false); _ = m.files.saver.flush() }},
+		{"save tick (a kill -9 after it)", func(m *model) { update(m, draftSaveMsg{}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			ready(m)
+			typeText(m, "/summarize ")
+			paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.Summarize](t, fe)
+			events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: piece(1, 5, "One.")},
+				engine.PieceSummary{Header: hdr(id, 0), Piece: piece(2, 5, "Two.")},
+				engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseMap, Piece: 3, Pieces: 5})
+			tc.quit(m)
+			c := readConv(t, m.files.saver.currentPath())
+			if len(c.Messages) != 2 {
+				t.Fatalf("saved %d messages, want the /summarize and the pieces done: %+v", len(c.Messages), c.Messages)
+			}
+			a := c.Messages[1]
+			if !a.Partial || a.Note != "interrupted after 2 of 5 pieces" || !strings.Contains(a.Content, "One.") || !strings.Contains(a.Content, "Two.") ||
+				a.Summary == nil || len(a.Summary.Pieces) != 2 || !a.Summary.Inline {
+				t.Fatalf("saved answer %+v, want the 2 pieces inline, partial, interrupted", a)
+			}
+			m2, fe2 := newTestModel(t)
+			ready(m2)
+			typeText(m2, "/load "+m.files.saver.currentPath())
+			enter(m2)
+			if s := screen(m2); !strings.Contains(s, "Two.") || !strings.Contains(s, "partial · interrupted after 2 of 5 pieces") {
+				t.Errorf("loaded pieces not shown as partial:\n%s", s)
+			}
+			g, _ := send(t, m2, fe2, "and then?")
+			if len(g.Conversation) != 3 || !strings.Contains(g.Conversation[0].Content, "Part 2 of 5:\nTwo.") {
+				t.Errorf("after the load the pieces are not sent on: %+v", g.Conversation)
+			}
+		})
+	}
+	// Interrupted while combining, the final answer's text so far is the
+	// answer and the pieces stay folded under it.
+	m, fe := newTestModel(t)
+	ready(m)
+	typeText(m, "/summarize ")
+	paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.Summarize](t, fe)
+	events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: piece(1, 2, "One.")},
+		engine.PieceSummary{Header: hdr(id, 0), Piece: piece(2, 2, "Two.")},
+		engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseReduce, Piece: 1, Pieces: 1, Round: 1},
+		engine.Token{Header: hdr(id, 0), Text: "In short", Tokens: 2})
+	update(m, signalMsg{})
+	c := readConv(t, m.files.saver.currentPath())
+	if a := c.Messages[1]; a.Content != "In short" || !a.Partial || a.Note != noteInterrupted || a.Summary == nil || len(a.Summary.Pieces) != 2 || a.Summary.Inline {
+		t.Errorf("interrupted while combining, saved %+v", a)
+	}
+}
+
+// TestRunSignalsDuringSummarizeKeepPieces sends SIGTERM and SIGHUP to the
+// test process while Run summarizes a paste in pieces on the real engine:
+// the file keeps the pieces finished so far as a partial answer.
+func TestRunSignalsDuringSummarizeKeepPieces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the tiny model")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			s := engine.DefaultSettings()
+			s.MaxKV, s.MaxTokens, s.NoLoopDetect = 256, 6, true
+			cs := startChat(t, t.TempDir(), s)
+			io.WriteString(cs.in, "/summarize ")
+			io.WriteString(cs.in, pasteStart+longDocument(60<<10)+pasteEnd)
+			cs.waitScreen("the collapsed paste", "[pasted: ")
+			cs.typeLine("")
+			cs.waitScreen("the third piece", "summarize 3/")
+			if err := syscall.Kill(os.Getpid(), sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-cs.errc:
+				if err != nil {
+					t.Fatalf("Run after %v: %v", sig, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("Run did not end on %v", sig)
+			}
+			c := readConv(t, savedConversation(t, cs.state))
+			if len(c.Messages) != 2 {
+				t.Fatalf("after %v the file holds %d messages, want the /summarize and its pieces", sig, len(c.Messages))
+			}
+			a := c.Messages[1]
+			if !a.Partial || !strings.HasPrefix(a.Note, "interrupted after ") || a.Summary == nil || len(a.Summary.Pieces) < 2 ||
+				!strings.Contains(a.Content, "**Part 2 of ") {
+				t.Errorf("after %v the answer is saved as %+v, want the pieces done, partial, interrupted", sig, a)
+			}
+		})
+	}
+}

@@ -278,6 +278,48 @@ func TestHostile(t *testing.T) {
 		})
 	}
 
+	// Signals during a /summarize: the piece summaries done so far are
+	// saved as a partial answer, as Esc keeps them.
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM} {
+		t.Run("summarize "+sig.String(), func(t *testing.T) {
+			state := t.TempDir()
+			name := "sum" + strconv.Itoa(int(sig))
+			lc := startLive(t, srv, bin, model, name, liveOpts{state: state, args: []string{"--max-kv-size", "512", "--max-tokens", "30", "--threads", "1"}})
+			pid := lc.pid()
+			lc.tm.keys("-l", "/summarize ")
+			lc.tm.paste(filepath.Join(t.TempDir(), "doc.txt"), longDocument(12<<10))
+			lc.waitFor("the collapsed paste", 20*time.Second, func(s string) bool { return strings.Contains(s, "[pasted") })
+			lc.tm.keys("Enter")
+			lc.waitFor("the third piece", 60*time.Second, func(s string) bool { return strings.Contains(s, "summarize 3/") })
+			if sig == syscall.SIGHUP {
+				lc.tm.run("kill-session", "-t", name)
+				deadline := time.Now().Add(15 * time.Second)
+				for processAlive(pid) {
+					if time.Now().After(deadline) {
+						t.Fatal("the chat did not end after its terminal closed")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			} else {
+				if err := syscall.Kill(pid, sig); err != nil {
+					t.Fatal(err)
+				}
+				lc.exited(0)
+			}
+			files := conversations(t, state)
+			if len(files) != 1 {
+				t.Fatalf("conversations: %v", files)
+			}
+			c := readConv(t, files[0])
+			if len(c.Messages) != 2 {
+				t.Fatalf("saved %d messages, want the /summarize and the pieces done", len(c.Messages))
+			}
+			if a := c.Messages[1]; !a.Partial || !strings.HasPrefix(a.Note, "interrupted after ") || a.Summary == nil || len(a.Summary.Pieces) < 2 {
+				t.Errorf("answer saved as %+v, want the pieces done, partial, interrupted", a)
+			}
+		})
+	}
+
 	t.Run("state dir is a file", func(t *testing.T) {
 		state := t.TempDir()
 		os.WriteFile(filepath.Join(state, "mlxchat"), []byte("not a folder"), 0o600)

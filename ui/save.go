@@ -19,9 +19,9 @@ type files struct {
 	// saveErr is the last save error shown, so a save that keeps failing
 	// the same way is reported once, not on every tick.
 	saveErr string
-	// lastDraft and lastStreamed are the draft and the length of the
-	// streaming answer at the last snapshot, so the periodic save writes
-	// only when they changed.
+	// lastDraft and lastStreamed are the draft and the size of the
+	// streaming answer (streamedLen) at the last snapshot, so the periodic
+	// save writes only when they changed.
 	lastDraft    string
 	lastStreamed int
 }
@@ -47,14 +47,22 @@ func (m *model) snapshot() conversationFile {
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
 			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning, Pinned: t.pinned}
+			inline := t.piecesInline
 			if t.stream != nil {
-				if t.stream.text == "" && strings.TrimSpace(t.reasoning) == "" {
+				switch {
+				case t.stream.text == "" && strings.TrimSpace(t.reasoning) == "" && len(t.pieces) > 0:
+					// A /summarize interrupted before its final answer began:
+					// the pieces done are the answer, as when Esc stops it.
+					sm.Content, sm.Partial, inline = piecesText(t.pieces), true, true
+					sm.Note = fmt.Sprintf("%s after %d of %d pieces", noteInterrupted, len(t.pieces), t.pieces[0].Pieces)
+				case t.stream.text == "" && strings.TrimSpace(t.reasoning) == "":
 					continue // nothing streamed yet: the question stays unanswered
+				default:
+					sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted
 				}
-				sm.Content, sm.Partial, sm.Note = t.stream.text, true, noteInterrupted
 			}
 			if len(t.pieces) > 0 {
-				sm.Summary = &savedSummary{Pieces: savePieces(t.pieces), Inline: t.piecesInline}
+				sm.Summary = &savedSummary{Pieces: savePieces(t.pieces), Inline: inline}
 			}
 			c.Messages = append(c.Messages, sm)
 		}
@@ -132,12 +140,15 @@ func (m *model) saveDraft(write bool) {
 	m.record(write)
 }
 
-// streamedLen is the length of the answer streaming now (0 if none).
+// streamedLen measures the answer streaming now (0 if none): its text,
+// its reasoning and its finished piece summaries, which only grow, so a
+// change in the sum means there is more to save.
 func (m *model) streamedLen() int {
 	if m.req == nil || m.tr.turns[m.req.turn].stream == nil {
 		return 0
 	}
-	return len(m.tr.turns[m.req.turn].stream.text)
+	t := &m.tr.turns[m.req.turn]
+	return len(t.stream.text) + len(t.reasoning) + len(t.pieces)
 }
 
 // pushHistory adds a sent input to the history and writes it.
