@@ -2,9 +2,12 @@ package ui
 
 import (
 	"math"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 
 	"mlxchat/engine"
 )
@@ -193,6 +196,57 @@ func TestOffCommands(t *testing.T) {
 			}
 			if n := noticeOf(screen(m)); n != "• "+tc.notice {
 				t.Errorf("notice %q, want %q", n, "• "+tc.notice)
+			}
+		})
+	}
+}
+
+// wantRecalled checks that the failed command line left the editor empty,
+// so that what is typed next is not glued onto it, that the notice says ↑
+// brings it back, and that ↑ does (↓ then empties the editor again).
+func wantRecalled(t *testing.T, m *model, line string) {
+	t.Helper()
+	if v := m.ed.value(); v != "" {
+		t.Errorf("after the failed %q the editor holds %q, want it empty", line, v)
+		return
+	}
+	if n := noticeOf(screen(m)); !strings.HasSuffix(n, strings.TrimSpace(recallHint)) {
+		t.Errorf("after the failed %q the notice %q lacks %q", line, n, recallHint)
+	}
+	press(m, tea.KeyUp)
+	if v := m.ed.value(); v != line {
+		t.Errorf("↑ after the failed %q brings back %q", line, v)
+	}
+	press(m, tea.KeyDown)
+	if v := m.ed.value(); v != "" {
+		t.Errorf("↓ after ↑ leaves %q", v)
+	}
+}
+
+// TestFailedCommandLeavesEditor: after a command fails (at once or, for
+// /load and /read, after the file was read) the next command typed is run
+// as typed, not glued onto the failed one ("/pin: got \"1/unpin\"").
+func TestFailedCommandLeavesEditor(t *testing.T) {
+	dir := t.TempDir()
+	for _, first := range []string{"/pin 1", "/kv abc", "/load " + filepath.Join(dir, "missing"), "/read " + filepath.Join(dir, "missing.txt")} {
+		t.Run(first, func(t *testing.T) {
+			m, _ := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+			ready(m)
+			typeText(m, first)
+			enterRun(m)
+			if n := noticeOf(screen(m)); !strings.HasPrefix(n, "✗ "+strings.Fields(first)[0]) {
+				t.Fatalf("%s: notice %q, want its error", first, n)
+			}
+			typeText(m, "/unpin")
+			enterRun(m)
+			if n := noticeOf(screen(m)); n != "✗ /unpin: no message is pinned"+recallHint {
+				t.Errorf("/unpin typed after the failed %s: %q", first, n)
+			}
+			press(m, tea.KeyUp)
+			press(m, tea.KeyUp)
+			if v := m.ed.value(); v != first {
+				t.Errorf("↑↑ brings back %q, want %q", v, first)
 			}
 		})
 	}

@@ -182,7 +182,10 @@
 // (the pastes in it are the document, the text typed around them the
 // instruction), else of the last paste or /read file of the conversation;
 // a line "/summarize ... [pasted: ...]" in the editor does the same with
-// its pastes. The document is answered in pieces within the cap: the
+// its pastes. With none of these, a bare /summarize waits for its
+// document: the notice line and the editor's placeholder say so, the next
+// paste (however short) or /read file is summarized at once with the
+// instruction given, and Esc (or a message sent instead) drops the wait. The document is answered in pieces within the cap: the
 // status line shows "summarize 3/9", then "summarize · combining 1/2"; Esc
 // stops and keeps what is done (the finished piece summaries become the
 // answer, "stopped after 3 of 9 pieces"). The transcript shows a user turn
@@ -222,8 +225,12 @@
 // /clear, /stats,
 // /theme NAME, /save [FILE], /load FILE,
 // /model, /help, /quit. ParseCommand is the pure parser; a bad argument gives
-// one error line naming the command and what was expected, the command stays
-// in the editor and nothing else changes. Settings commands are checked with
+// one error line naming the command and what was expected, and nothing
+// else changes. A command leaves the editor whether it works or not, so
+// that what is typed next is not glued onto it; a failed one (/load and
+// /read when their read fails, too) is the last history entry, and its
+// error ends with "(↑ brings the command back)". A "/summarize ..." line
+// holding pastes that cannot start stays in the editor with them. Settings commands are checked with
 // engine.Settings.Validate and sent as UpdateSettings; if the engine refuses
 // one, the previous value comes back.
 //

@@ -422,19 +422,15 @@ func findConversation(convDir, name string) (string, error) {
 // applyLoad replaces the conversation with a file startLoad read. The
 // file is repaired so that the chat can go on (repairConversation): the
 // notice says what was repaired, and an unanswered last message goes back
-// into the editor. A failure leaves the chat as it was and puts the
-// command back into an empty editor, to be fixed.
+// into the editor. A failure leaves the chat as it was and says that ↑
+// brings the command back, to be fixed.
 func (m *model) applyLoad(msg loadedMsg) {
 	m.jobs.loading = ""
 	if msg.err == nil && m.phase.busy() {
 		msg.err = errors.New("an answer started meanwhile, press Esc first")
 	}
 	if msg.err != nil {
-		if m.ed.value() == "" {
-			m.ed.ta.SetValue("/load " + msg.name)
-			m.afterEdit()
-		}
-		m.setError(fmt.Errorf("/load: %w", msg.err))
+		m.commandFailed(fmt.Errorf("/load: %w", msg.err)) // ↑ brings the /load back
 		return
 	}
 	path, c := msg.path, msg.file

@@ -67,9 +67,7 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 			if conv := m.conversation(); len(conv) != 2 || conv[1].Content != "kept" {
 				t.Errorf("conversation changed: %+v", conv)
 			}
-			if m.ed.value() != "/load "+tc.path {
-				t.Errorf("editor %q, want the command back to fix", m.ed.value())
-			}
+			wantRecalled(t, m, "/load "+tc.path)
 		})
 	}
 }

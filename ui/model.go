@@ -162,10 +162,13 @@ type model struct {
 
 	req *request
 	// fit is the fit check in flight; held the message it stopped.
-	fit     fitCheck
-	held    *heldMessage
-	jobs    jobs
-	quitArm quitArm
+	fit  fitCheck
+	held *heldMessage
+	// awaitDoc is a bare /summarize waiting for its document: the next
+	// paste or /read file.
+	awaitDoc *awaitSummarize
+	jobs     jobs
+	quitArm  quitArm
 	// frameQueued and saveQueued say a frame tick and a draft-save tick
 	// are pending.
 	frameQueued, saveQueued bool
@@ -511,6 +514,9 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 		case m.held != nil:
 			m.releaseHeld()
 			m.setNotice("the held message is back in the editor")
+		case m.awaitDoc != nil:
+			m.stopAwaiting()
+			m.setNotice("/summarize cancelled")
 		default:
 			m.st.clearNotice()
 		}

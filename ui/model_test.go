@@ -397,9 +397,7 @@ func TestBadCommand(t *testing.T) {
 					t.Errorf("line %d changed: %q -> %q", i, bl[i], sl[i])
 				}
 			}
-			if m.ed.value() != tc.line {
-				t.Errorf("the command was not left in the editor to fix: %q", m.ed.value())
-			}
+			wantRecalled(t, m, tc.line)
 		})
 	}
 }

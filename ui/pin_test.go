@@ -53,15 +53,13 @@ func TestPinCommand(t *testing.T) {
 	update(m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	ready(m)
 	command(m, "/pin")
-	if n := noticeOf(screen(m)); n != "✗ /pin: there is no message to pin yet (send one first)" {
+	if n := noticeOf(screen(m)); n != "✗ /pin: there is no message to pin yet (send one first)"+recallHint {
 		t.Fatalf("/pin with no message: %q", n)
 	}
-	m.ed.clear()
 	command(m, "/unpin")
-	if n := noticeOf(screen(m)); n != "✗ /unpin: no message is pinned" {
+	if n := noticeOf(screen(m)); n != "✗ /unpin: no message is pinned"+recallHint {
 		t.Fatalf("/unpin with no pin: %q", n)
 	}
-	m.ed.clear()
 	exchange(t, m, fe, "the rules: answer in French", "d'accord")
 	exchange(t, m, fe, "and a second question", "two")
 	command(m, "/pin 1")
@@ -88,13 +86,10 @@ func TestPinCommand(t *testing.T) {
 		{"/pin zero", `✗ /pin: expected a message number (the #N at the right of its label), or nothing for the last message, got "zero"`},
 	} {
 		command(m, tc.line)
-		if n := noticeOf(screen(m)); n != tc.want {
+		if n := noticeOf(screen(m)); n != tc.want+recallHint {
 			t.Errorf("%s: notice %q, want %q", tc.line, n, tc.want)
 		}
-		if m.ed.value() != tc.line {
-			t.Errorf("%s: the bad command left the editor (%q)", tc.line, m.ed.value())
-		}
-		m.ed.clear()
+		wantRecalled(t, m, tc.line)
 	}
 	g, _ := send(t, m, fe, "third")
 	if got := pinnedIndexes(g.Conversation); !sameInts(got, []int{0, 3}) {
@@ -168,13 +163,12 @@ func TestPinBudget(t *testing.T) {
 	}
 	command(m, "/pin 2")
 	want := "✗ /pin 2: message #2 has 12 tokens; with the messages already pinned (20 tokens) and the 4-token sink that is 36, more than half of the 64-token cap (32), the most pins may keep; /unpin a message or raise /kv to 72"
-	if n := noticeOf(screen(m)); n != want {
+	if n := noticeOf(screen(m)); n != want+recallHint {
 		t.Fatalf("/pin 2 over the budget:\n got %q\nwant %q", n, want)
 	}
 	if m.tr.turns[m.tr.message(2)].pinned {
 		t.Fatal("the refused pin was set")
 	}
-	m.ed.clear()
 	us := countOf[engine.UpdateSettings](fe)
 	command(m, "/kv 40")
 	if n := noticeOf(screen(m)); !strings.HasPrefix(n, "✗ /kv 40: the pinned messages (20 tokens) and the 4-token sink need 24, more than half of the cap (20)") {
@@ -183,7 +177,6 @@ func TestPinBudget(t *testing.T) {
 	if countOf[engine.UpdateSettings](fe) != us || m.set.cur.MaxKV != 64 {
 		t.Fatal("the refused /kv changed the settings")
 	}
-	m.ed.clear()
 	command(m, "/stats")
 	if s := flat(screen(m)); !strings.Contains(s, "pinned #1 you (20 tokens, never trimmed)") {
 		t.Errorf("/stats lacks the pins:\n%s", screen(m))
@@ -241,10 +234,9 @@ func TestKVBitsCommand(t *testing.T) {
 		t.Fatalf("/kv bits 8 again: %q", n)
 	}
 	command(m, "/kv bits 4")
-	if n := noticeOf(screen(m)); n != `✗ /kv: expected "bits 8" or "bits 16", got "bits 4"` || countOf[engine.UpdateSettings](fe) != before {
+	if n := noticeOf(screen(m)); n != `✗ /kv: expected "bits 8" or "bits 16", got "bits 4"`+recallHint || countOf[engine.UpdateSettings](fe) != before {
 		t.Fatalf("/kv bits 4: %q", n)
 	}
-	m.ed.clear()
 	command(m, "/model")
 	if s := flat(screen(m)); !strings.Contains(s, "/kv off (8-bit)") {
 		t.Errorf("/model lacks the storage:\n%s", screen(m))

@@ -30,8 +30,7 @@ type attachedMsg struct {
 	// text is the editor's text the @paths were found in ("" for /read):
 	// the message is sent only if it is unchanged.
 	text string
-	// cmd is the /read command line, put back into an empty editor when
-	// the read fails.
+	// cmd is the /read command line ("" for a message's @paths).
 	cmd string
 	err error
 }
@@ -178,11 +177,11 @@ func (m *model) startAtPaths(text string) (tea.Cmd, bool, error) {
 func (m *model) attached(msg attachedMsg) tea.Cmd {
 	m.jobs.reading = ""
 	if msg.err != nil {
-		if msg.cmd != "" && m.ed.value() == "" {
-			m.ed.ta.SetValue(msg.cmd)
-			m.afterEdit()
+		if msg.cmd != "" {
+			m.commandFailed(msg.err) // ↑ brings the /read back
+		} else {
+			m.setError(msg.err)
 		}
-		m.setError(msg.err)
 		return nil
 	}
 	if msg.text == "" {
@@ -192,6 +191,7 @@ func (m *model) attached(msg attachedMsg) tea.Cmd {
 		m.afterEdit()
 		m.setNotice(fmt.Sprintf("attached %s; type around it and press Enter, or /summarize it", strings.Trim(a.block.Label, "[]")))
 		m.saveDraft(true)
+		m.pastedDocument()
 		return nil
 	}
 	if m.ed.value() != msg.text {

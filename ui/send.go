@@ -63,17 +63,19 @@ func (m *model) submit() tea.Cmd {
 		return nil
 	}
 	if IsCommand(text) && len(present) == 0 {
-		c, err := ParseCommand(text)
-		if err != nil {
-			m.setError(err)
-			return nil
-		}
+		// A command leaves the editor, failed or not, so that what is typed
+		// next is not glued onto it; ↑ brings it back from the history.
 		m.pushHistory(historyEntry{Text: strings.TrimSpace(text)})
 		m.ed.ta.Reset()
+		m.afterEdit()
+		c, err := ParseCommand(text)
+		if err != nil {
+			m.commandFailed(err)
+			return nil
+		}
 		cmd, err := m.runCommand(c)
 		if err != nil {
-			m.ed.ta.SetValue(text) // the command stays in the editor to be fixed
-			m.setError(err)
+			m.commandFailed(err)
 		}
 		m.afterEdit()
 		return cmd
@@ -92,6 +94,7 @@ func (m *model) submit() tea.Cmd {
 		m.setNotice("still reading " + m.jobs.reading + "…")
 		return nil
 	}
+	m.stopAwaiting() // a message instead of the document: the /summarize is dropped
 	if cmd, ok, err := m.startAtPaths(text); err != nil {
 		m.setError(err)
 		return nil
@@ -110,13 +113,25 @@ func (m *model) submit() tea.Cmd {
 	return nil
 }
 
+// commandFailed shows the error of a command that failed: the command
+// has left the editor (it is the last history entry) and the notice says
+// that ↑ brings it back to be fixed.
+func (m *model) commandFailed(err error) {
+	m.setError(err)
+	m.st.notice.hint = recallHint
+}
+
+// recallHint follows a failed command's error on the notice line.
+const recallHint = " (↑ brings the command back)"
+
 // isSummarizeLine reports whether an editor text is /summarize with more
 // after it (a paste, say).
 func isSummarizeLine(text string) bool {
 	t := strings.TrimSpace(text)
-	name := strings.ToLower(strings.SplitN(strings.TrimPrefix(t, "/"), " ", 2)[0])
-	name = strings.SplitN(name, "\n", 2)[0]
-	return name == string(CmdSummarize)
+	name, _, _ := strings.Cut(strings.TrimPrefix(t, "/"), " ")
+	name, _, _ = strings.Cut(name, "\n")
+	name, _, _ = strings.Cut(name, "[") // "/summarize[pasted: …]": a paste right after the name
+	return strings.EqualFold(name, string(CmdSummarize))
 }
 
 // send sends the editor's message: it becomes a user turn and a Generate
@@ -253,7 +268,7 @@ func (m *model) restoreQuestion(i int, err error) {
 func (m *model) handlePaste(s string) tea.Cmd {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
-	if !isLongPaste(s, m.sess.cfg.PasteMinChars, m.sess.cfg.PasteMinLines) && editorSafe(s) {
+	if !isLongPaste(s, m.sess.cfg.PasteMinChars, m.sess.cfg.PasteMinLines) && editorSafe(s) && m.awaitDoc == nil {
 		m.ed.insert(s)
 		m.afterEdit()
 		m.saveDraft(true)
@@ -263,13 +278,24 @@ func (m *model) handlePaste(s string) tea.Cmd {
 		m.ed.insert(m.ed.pastes.add(s, m.sess.count))
 		m.afterEdit()
 		m.saveDraft(true)
+		m.pastedDocument()
 		return nil
 	}
 	label, seq := m.ed.pastes.addCounting(s)
 	m.ed.insert(label)
 	m.afterEdit()
 	m.saveDraft(true)
-	return m.countAsync(label, seq, s)
+	cmd := m.countAsync(label, seq, s)
+	m.pastedDocument()
+	return cmd
+}
+
+// pastedDocument runs a waiting /summarize on the paste just collapsed
+// into the editor.
+func (m *model) pastedDocument() {
+	if m.awaitDoc != nil && m.canStart("/summarize") == nil {
+		m.summarizeAwaited()
+	}
 }
 
 // countAsync counts the tokens of a large paste off the UI goroutine;

@@ -60,6 +60,8 @@ type notice struct {
 	// cause is the innermost cause of an error notice ("no space left on
 	// device"); when the notice is too wide it is shown first.
 	cause string
+	// hint follows the text (a failed command's recallHint).
+	hint string
 }
 
 // setNotice shows a confirmation.
@@ -205,10 +207,10 @@ func (s *status) noticeLines(width, height int) []string {
 	limit := max(1, min(maxNoticeLines, height/3))
 	w := max(width-2, 1)
 	n := s.notice
-	text := n.text
+	text := n.text + n.hint
 	lines := strings.Split(ansi.Wrap(text, w, ""), "\n")
 	if len(lines) > limit && n.err {
-		text = causeFirst(n.text, n.cause, w*limit)
+		text = causeFirst(n.text, n.cause, w*limit-lipgloss.Width(n.hint)) + n.hint
 		lines = strings.Split(ansi.Wrap(text, w, ""), "\n")
 	}
 	if len(lines) > limit {

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -54,11 +53,13 @@ func (m *model) lastDocument() (summarizeJob, bool) {
 }
 
 // runSummarize carries out /summarize [INSTRUCTION]: on the held message
-// if there is one, else on the last paste or /read file.
+// if there is one, else on the last paste or /read file; with none, it
+// waits for the next paste or /read file (Esc cancels).
 func (m *model) runSummarize(instruction string) error {
 	if err := m.canStart("/summarize"); err != nil {
 		return err
 	}
+	m.stopAwaiting()
 	var j summarizeJob
 	switch {
 	case m.held != nil:
@@ -69,7 +70,10 @@ func (m *model) runSummarize(instruction string) error {
 	default:
 		var ok bool
 		if j, ok = m.lastDocument(); !ok {
-			return errors.New("/summarize: nothing to summarize: paste a document or /read a file first (or type /summarize before a paste)")
+			m.awaitDoc = &awaitSummarize{instruction: instruction}
+			m.ed.ta.Placeholder = awaitPlaceholder
+			m.setNotice("/summarize: paste the document (or /read FILE) and it is summarized at once · Esc cancels")
+			return nil
 		}
 	}
 	if instruction != "" {
@@ -77,6 +81,35 @@ func (m *model) runSummarize(instruction string) error {
 	}
 	m.startSummarize(j, "/summarize"+prefixed(" ", instruction))
 	return nil
+}
+
+// awaitSummarize is a bare /summarize that had nothing to work on: the
+// next paste or /read file is its document.
+type awaitSummarize struct {
+	instruction string
+}
+
+// awaitPlaceholder is the editor's hint while /summarize waits.
+const awaitPlaceholder = "paste the document to summarize, or /read FILE · Esc cancels the /summarize"
+
+// stopAwaiting ends a /summarize's wait for its document.
+func (m *model) stopAwaiting() {
+	m.awaitDoc = nil
+	if m.ed.ta.Placeholder == awaitPlaceholder {
+		m.ed.ta.Placeholder = defaultPlaceholder
+	}
+}
+
+// summarizeAwaited runs the waiting /summarize on the editor, which has
+// just received the document (a paste or a /read block): its blocks are
+// the document, text typed beside them joins the instruction.
+func (m *model) summarizeAwaited() {
+	a := m.awaitDoc
+	m.stopAwaiting()
+	text := "/summarize" + prefixed(" ", a.instruction) + " " + m.ed.value()
+	if err := m.summarizeDraft(text, m.ed.present()); err != nil {
+		m.setError(err)
+	}
 }
 
 // summarizeDraft carries out an editor text that starts with /summarize

@@ -179,12 +179,76 @@ func TestSummarizeSources(t *testing.T) {
 			t.Error("the restored /summarize lost its document")
 		}
 	})
-	t.Run("nothing", func(t *testing.T) {
+	t.Run("glued to the paste", func(t *testing.T) {
+		m, fe := newTestModel(t)
+		ready(m)
+		typeText(m, "/summarize")
+		paste(m, doc)
+		press(m, tea.KeyEnter)
+		if r, _ := lastOf[engine.Summarize](t, fe); r.Document != doc || countOf[engine.Generate](fe) != 0 {
+			t.Errorf("\"/summarize[pasted…]\" was not summarized (%d Generate)", countOf[engine.Generate](fe))
+		}
+	})
+}
+
+// TestSummarizeWaitsForDocument: a bare /summarize with nothing to work
+// on says it waits, and the next paste (short or long) or /read file is
+// summarized at once, with the instruction given; Esc or a message sent
+// instead drops the wait.
+func TestSummarizeWaitsForDocument(t *testing.T) {
+	long := strings.Repeat("a paragraph of the long report.\n\n", 100)
+	file := writeFile(t, "report.md", long)
+	tests := []struct {
+		name, line string
+		give       func(m *model)
+		doc, instr string
+	}{
+		{"long paste", "/summarize", func(m *model) { paste(m, long) }, long, ""},
+		{"short paste", "/summarize", func(m *model) { paste(m, "one short note") }, "one short note", ""},
+		{"with an instruction", "/summarize Who pays?", func(m *model) { paste(m, long) }, long, "Who pays?"},
+		{"/read file", "/summarize", func(m *model) { typeText(m, "/read "+file); enterRun(m) }, long, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+			ready(m)
+			command(m, tc.line)
+			s := screen(m)
+			if countOf[engine.Summarize](fe) != 0 || !strings.Contains(s, "• /summarize: paste the document (or /read FILE)") ||
+				!strings.Contains(s, awaitPlaceholder) || m.ed.value() != "" {
+				t.Fatalf("bare /summarize does not say it waits:\n%s", s)
+			}
+			tc.give(m)
+			r, _ := lastOf[engine.Summarize](t, fe)
+			if r.Document != tc.doc || r.Instruction != tc.instr || countOf[engine.Generate](fe) != 0 {
+				t.Fatalf("Summarize of %d bytes, instruction %q, want %d bytes and %q", len(r.Document), r.Instruction, len(tc.doc), tc.instr)
+			}
+			if m.phase != phaseSummarize || m.ed.value() != "" || strings.Contains(screen(m), awaitPlaceholder) {
+				t.Errorf("phase %v, editor %q after the document came:\n%s", m.phase, m.ed.value(), screen(m))
+			}
+		})
+	}
+	t.Run("Esc cancels", func(t *testing.T) {
 		m, fe := newTestModel(t)
 		ready(m)
 		command(m, "/summarize")
-		if countOf[engine.Summarize](fe) != 0 || !strings.Contains(screen(m), "/summarize: nothing to summarize") {
-			t.Errorf("no error:\n%s", screen(m))
+		press(m, tea.KeyEsc)
+		if !strings.Contains(screen(m), "/summarize cancelled") {
+			t.Errorf("no cancel notice:\n%s", screen(m))
+		}
+		paste(m, long)
+		if countOf[engine.Summarize](fe) != 0 || !strings.HasPrefix(m.ed.value(), "[pasted: ") {
+			t.Errorf("after Esc the paste was summarized or lost: editor %q", m.ed.value())
+		}
+	})
+	t.Run("a message instead", func(t *testing.T) {
+		m, fe := newTestModel(t)
+		ready(m)
+		command(m, "/summarize")
+		send(t, m, fe, "never mind, hello")
+		if strings.Contains(screen(m), awaitPlaceholder) || m.awaitDoc != nil {
+			t.Error("the wait outlived a message sent instead")
 		}
 	})
 }
