@@ -62,7 +62,7 @@ func (c *config) flags() *flagSet {
 	c.promptLens = []int{128, 512, 2048}
 	c.decode = 64
 	f := newFlagSet()
-	f.Int(&c.maxKV, "max-kv-size", 0, "0 (off) or a positive number of tokens", "cap on live KV keys; older tokens after the attention sink are trimmed (0 = off)")
+	f.Int(&c.maxKV, "max-kv-size", 0, "0 (off) or a positive number of tokens", "cap on live KV keys; older tokens after the attention sink are trimmed (0 = off: the model's context length is the cap)")
 	f.Int(&c.chunk, "prefill-chunk-size", 1, "a positive number of tokens", "prompt tokens per prefill forward pass (default 512)")
 	f.Float(&c.temp, "temp", 0, 100, "a number from 0 to 100", "sampling temperature; 0 = greedy (default 0)")
 	f.Float(&c.topP, "top-p", 0, 1, "a number from 0 to 1", "nucleus sampling mass; 0 or 1 = off")

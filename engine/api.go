@@ -65,8 +65,9 @@ const (
 // the next chunk's kvcache Begin trim the cache, which is reported with a Trim
 // event.
 type Settings struct {
-	// MaxKV caps the live keys of global-attention layers; 0 = unlimited.
-	// Older tokens after the attention sink are trimmed to fit.
+	// MaxKV caps the live keys of global-attention layers; 0 = off: the
+	// model's context length caps them instead (LiveCap). Older tokens
+	// after the attention sink are trimmed to fit.
 	MaxKV int
 	// PrefillChunk is the number of prompt tokens run per forward pass
 	// (0 = DefaultPrefillChunk). It is clamped so one chunk always fits
@@ -124,6 +125,18 @@ type Settings struct {
 	// the next Generate prefills the conversation again in the new format
 	// (Stats.CacheRestart RestartKVBits).
 	KVBits int
+}
+
+// LiveCap is the most keys a global-attention layer keeps under s for a
+// model of contextLength positions (ModelInfo.ContextLength): MaxKV, or
+// when MaxKV is 0 (off) the context length, so a conversation longer than
+// the model's context is trimmed (after the sink, oldest first) exactly as
+// one over a cap is, never refused. 0 means no limit (neither is known).
+func (s Settings) LiveCap(contextLength int) int {
+	if s.MaxKV > 0 {
+		return s.MaxKV
+	}
+	return max(0, contextLength)
 }
 
 // DefaultSettings returns the settings used when none are given: greedy
@@ -340,7 +353,7 @@ type Trim struct {
 type CacheState struct {
 	Header
 	Live    int // live keys of the global layers
-	Max     int // MaxKV (0 = unlimited)
+	Max     int // the live cap: MaxKV, or the context length when MaxKV is 0 (Settings.LiveCap; 0 = unlimited)
 	Seen    int // tokens ever appended (the next RoPE position)
 	Trimmed int // tokens trimmed so far in this cache's life
 	Window  int // sliding window of local layers (0 = none)

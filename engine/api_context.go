@@ -51,16 +51,19 @@ type Fit struct {
 	// (the conversation with the draft and the reply header).
 	MessageTokens int
 	PromptTokens  int
-	// MaxKV is the cap checked against (0 = unlimited); ContextLength is
-	// the model's (max_position_embeddings, 0 = unknown).
+	// MaxKV is the setting (0 = off); LiveCap the cap checked against:
+	// MaxKV, or ContextLength when MaxKV is 0 (Settings.LiveCap; 0 = no
+	// limit), which is what the engine trims to. ContextLength is the
+	// model's (max_position_embeddings or its family's key, 0 = unknown).
 	MaxKV         int
+	LiveCap       int
 	ContextLength int
 	// Sink and Pinned are the never-trimmed tokens: the attention sink
 	// (the system prompt with KeepSystem) and the pinned messages'.
 	Sink   int
 	Pinned int
-	// Window is the live window for recent tokens: MaxKV minus Sink and
-	// Pinned (0 when MaxKV is 0: unlimited).
+	// Window is the live window for recent tokens: LiveCap minus Sink and
+	// Pinned (0 when LiveCap is 0: unlimited).
 	Window int
 	// Visible is how many of the message's tokens the model would attend
 	// once the prompt is prefilled (the sink, the pins and the last Window
@@ -75,10 +78,11 @@ type Fit struct {
 	// element, from the model's real cache layout.
 	KVBytesPerToken int64
 	// SuggestedMaxKV is a cap under which the whole prompt and an answer
-	// of some length fit (rounded up), and SuggestedKVBytes the KV memory
-	// a cache full at that cap holds: every owning layer, sliding layers
-	// capped at their window plus their rewind slack. Zero when the prompt
-	// already fits.
+	// of some length fit (rounded up, at most ContextLength), and
+	// SuggestedKVBytes the KV memory a cache full at that cap holds: every
+	// owning layer, sliding layers capped at their window plus their
+	// rewind slack. Zero when the prompt already fits, or when LiveCap is
+	// already the model's context (nothing to raise).
 	SuggestedMaxKV   int
 	SuggestedKVBytes int64
 }

@@ -44,7 +44,7 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 	if err != nil {
 		return r, err
 	}
-	if _, err := m.configure(s.cacheConfig(s.SinkTokens)); err != nil {
+	if _, err := m.configure(s.cacheConfig(s.SinkTokens, b.Info.ContextLength)); err != nil {
 		return r, err
 	}
 	err = safely(func() error {

@@ -72,31 +72,66 @@ func lastLayout(t *testing.T, r result) Layout {
 // says the same, and the message's cut offset points into its text.
 func TestFitCheckAgreesWithTheCache(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		s    Settings
+		name    string
+		s       Settings
+		context int // max_position_embeddings of the model (0: the tiny model's own)
+		cap     int // the live cap the fit check and the cache must use
 	}{
-		{"cap", Settings{MaxKV: 64, PrefillChunk: 16, MaxTokens: 1, NoLoopDetect: true}},
-		{"keep-system", Settings{MaxKV: 96, PrefillChunk: 20, MaxTokens: 1, NoLoopDetect: true, KeepSystem: true, System: "you are a terse assistant."}},
-		{"8-bit", Settings{MaxKV: 80, PrefillChunk: 32, MaxTokens: 1, NoLoopDetect: true, KVBits: 8}},
+		{"cap", Settings{MaxKV: 64, PrefillChunk: 16, MaxTokens: 1, NoLoopDetect: true}, 0, 64},
+		{"keep-system", Settings{MaxKV: 96, PrefillChunk: 20, MaxTokens: 1, NoLoopDetect: true, KeepSystem: true, System: "you are a terse assistant."}, 0, 96},
+		{"8-bit", Settings{MaxKV: 80, PrefillChunk: 32, MaxTokens: 1, NoLoopDetect: true, KVBits: 8}, 0, 80},
+		// No cap: the model's context length is the live window, and
+		// the cache trims to it as it would to a cap.
+		{"no cap, context 72", Settings{PrefillChunk: 16, MaxTokens: 1, NoLoopDetect: true}, 72, 72},
+		{"cap under the context", Settings{MaxKV: 64, PrefillChunk: 16, MaxTokens: 1, NoLoopDetect: true}, 128, 64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := newTiny(t, tc.s)
+			dir := tinyModelDir(t)
+			if tc.context > 0 {
+				dir = tinyWithContext(t, tc.context)
+			}
+			e, _ := newTinyFrom(t, dir, tc.s)
 			draft := strings.Repeat("every word here is a token or two of a long paste. ", 12)
 			conv := []Message{user("hello there"), assistant("hi, what can I do?"), user(draft)}
 			f := awaitFit(t, e, e.Submit(FitCheck{Conversation: conv}))
-			if f.MessageTokens < 2*tc.s.MaxKV || f.PromptTokens <= f.MessageTokens || f.Fits {
+			if f.LiveCap != tc.cap || f.MaxKV != tc.s.MaxKV {
+				t.Fatalf("fit %+v: live cap %d (max-kv %d), want %d", f, f.LiveCap, f.MaxKV, tc.cap)
+			}
+			if f.MessageTokens < 2*tc.cap || f.PromptTokens <= f.MessageTokens || f.Fits {
 				t.Fatalf("fit %+v: want a message over twice the cap, not fitting", f)
 			}
-			if f.Window != tc.s.MaxKV-f.Sink || f.Visible <= 0 || f.Visible >= f.Window {
-				t.Fatalf("fit %+v: window should be max-kv minus the sink, visible part of it", f)
+			if f.Window != tc.cap-f.Sink || f.Visible <= 0 || f.Visible >= f.Window {
+				t.Fatalf("fit %+v: window should be the cap minus the sink, visible part of it", f)
 			}
-			if f.KVBytesPerToken <= 0 || f.SuggestedMaxKV < f.PromptTokens || f.SuggestedKVBytes < int64(f.SuggestedMaxKV)*f.KVBytesPerToken {
-				t.Fatalf("fit %+v: suggestion should hold the prompt, at least KVBytesPerToken per token", f)
+			if f.KVBytesPerToken <= 0 {
+				t.Fatalf("fit %+v: no KV bytes per token", f)
+			}
+			switch {
+			case f.ContextLength > 0 && tc.cap == f.ContextLength:
+				if f.SuggestedMaxKV != 0 || f.SuggestedKVBytes != 0 {
+					t.Fatalf("fit %+v: a cap at the model's context has nothing to raise", f)
+				}
+			case f.ContextLength > 0 && f.ContextLength < f.PromptTokens:
+				if f.SuggestedMaxKV != f.ContextLength {
+					t.Fatalf("fit %+v: the suggestion should stop at the model's context", f)
+				}
+			default:
+				if f.SuggestedMaxKV < f.PromptTokens || f.SuggestedKVBytes < int64(f.SuggestedMaxKV)*f.KVBytesPerToken {
+					t.Fatalf("fit %+v: suggestion should hold the prompt, at least KVBytesPerToken per token", f)
+				}
 			}
 			r := await(t, e, e.Submit(Generate{Conversation: conv}), nil)
 			mustDone(t, r)
 			if r.stats.PromptTokens != f.PromptTokens {
 				t.Fatalf("prompt of %d tokens, the fit check said %d", r.stats.PromptTokens, f.PromptTokens)
+			}
+			if len(r.trims) == 0 {
+				t.Fatalf("no Trim event for a prompt of %d tokens over the %d-token cap", f.PromptTokens, tc.cap)
+			}
+			for _, cs := range r.states {
+				if cs.Max != tc.cap || cs.Live > tc.cap {
+					t.Fatalf("cache state %+v: want at most %d live keys, Max %d", cs, tc.cap, tc.cap)
+				}
 			}
 			// The first Layout is sent after the prefill.
 			var after *Layout
@@ -571,11 +606,10 @@ func TestSummarizePiecesMatchAFreshCache(t *testing.T) {
 	}
 }
 
-// TestSummarizeCapIsTheContextLength: with no MaxKV the model's context
-// length is the cap: a document over it is summarized in pieces and the
-// cache never holds more.
-func TestSummarizeCapIsTheContextLength(t *testing.T) {
-	const context = 256
+// tinyWithContext is a copy of the tiny model whose config.json says
+// max_position_embeddings is context.
+func tinyWithContext(t *testing.T, context int) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.CopyFS(dir, os.DirFS(tinyModelDir(t))); err != nil {
 		t.Fatal(err)
@@ -599,9 +633,17 @@ func TestSummarizeCapIsTheContextLength(t *testing.T) {
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestSummarizeCapIsTheContextLength: with no MaxKV the model's context
+// length is the cap: a document over it is summarized in pieces and the
+// cache never holds more.
+func TestSummarizeCapIsTheContextLength(t *testing.T) {
+	const context = 256
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	b, err := LoadBundle(dir, be, "tiny")
+	b, err := LoadBundle(tinyWithContext(t, context), be, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 // Long documents (issue #15). FitCheck (fit.go) renders and tokenizes the
 // conversation with the draft on a goroutine of its own (latest request
 // wins) and predicts the live set after the prefill: the sink, the pinned
-// messages and the newest tokens up to MaxKV (liveAfter), with the KV bytes
+// messages and the newest tokens up to the live cap (liveAfter), with the KV bytes
 // per token and for a suggested cap from kvcache.Footprint over the
 // model's layer specs. Layout (layout.go) places each message's content in
 // the prompt: the template is rendered once more with markers for the
@@ -54,10 +54,13 @@
 // (ReusedTokens, ReusedTrimmed, RewoundTokens, CacheRewind, CacheRestart)
 // and PrefillProgress report the reuse or why there was none.
 //
-// MaxKV is enforced by kvcache at the start of every chunk (prefill chunks
-// are clamped to kvcache's MaxChunk, decode steps are chunks of one); the
-// engine reports each trim as a Trim event and the live window as
-// CacheState after every chunk and step.
+// The live cap (Settings.LiveCap: MaxKV, or with MaxKV 0 the model's
+// context length, ModelInfo.ContextLength) is enforced by kvcache at the
+// start of every chunk (prefill chunks are clamped to kvcache's MaxChunk,
+// decode steps are chunks of one); the engine reports each trim as a Trim
+// event and the live window as CacheState after every chunk and step. A
+// conversation longer than the model's context is therefore trimmed like
+// one over a cap, never refused; FitCheck predicts it with the same cap.
 //
 // Answer text: sampled ids go through the tokenizer's streaming decoder,
 // except control tokens (SpecialTokens: <start_of_turn>, <pad>, ...), which

@@ -128,9 +128,15 @@ func (w *watchModel) count() int {
 // newTiny loads the tiny model on the CPU and starts an engine on it.
 func newTiny(t *testing.T, s Settings) (*Engine, *watchModel) {
 	t.Helper()
+	return newTinyFrom(t, tinyModelDir(t), s)
+}
+
+// newTinyFrom is newTiny on the model in dir.
+func newTinyFrom(t *testing.T, dir string, s Settings) (*Engine, *watchModel) {
+	t.Helper()
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	b, err := LoadBundle(tinyModelDir(t), be, "tiny")
+	b, err := LoadBundle(dir, be, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}

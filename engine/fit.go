@@ -106,7 +106,8 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 		return Fit{}, err
 	}
 	pins := pl.pinned()
-	f := Fit{PromptTokens: len(ids), MaxKV: s.MaxKV, ContextLength: fm.context, Sink: sink}
+	c := s.LiveCap(fm.context)
+	f := Fit{PromptTokens: len(ids), MaxKV: s.MaxKV, LiveCap: c, ContextLength: fm.context, Sink: sink}
 	for _, p := range pins {
 		f.Pinned += max(0, p.End-max(p.Start, sink))
 	}
@@ -121,10 +122,10 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 	if sink > 0 {
 		fixed = mergeSpans(append([]Span{{0, sink}}, pins...))
 	}
-	f.Visible = overlapLen(msg, liveAfter(len(ids), s.MaxKV, fixed))
+	f.Visible = overlapLen(msg, liveAfter(len(ids), c, fixed))
 	f.Fits = f.Visible == f.MessageTokens
-	if s.MaxKV > 0 {
-		f.Window = max(0, s.MaxKV-sink-f.Pinned)
+	if c > 0 {
+		f.Window = max(0, c-sink-f.Pinned)
 	}
 	q8 := s.KVBits == 8
 	f.KVBytesPerToken = kvcache.GlobalTokenBytes(fm.specs, q8)
@@ -133,14 +134,18 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 		if room == 0 {
 			room = fitAnswerRoom
 		}
-		c := (len(ids) + room + fitCapStep - 1) / fitCapStep * fitCapStep
+		suggest := (len(ids) + room + fitCapStep - 1) / fitCapStep * fitCapStep
 		if fm.context > 0 {
-			c = min(c, fm.context)
+			suggest = min(suggest, fm.context)
 		}
-		opts := fm.opts
-		opts.Quantized8 = q8
-		f.SuggestedMaxKV = c
-		f.SuggestedKVBytes = kvcache.Footprint(fm.specs, opts, c)
+		if suggest > c {
+			// A cap at the model's context already (MaxKV off, or
+			// set to it) has nothing to raise.
+			opts := fm.opts
+			opts.Quantized8 = q8
+			f.SuggestedMaxKV = suggest
+			f.SuggestedKVBytes = kvcache.Footprint(fm.specs, opts, suggest)
+		}
 	}
 	return f, nil
 }

@@ -81,7 +81,7 @@ func (g *generation) run(r Generate, touched *bool) (*Done, error) {
 		return nil, err
 	}
 	pins := pl.pinned()
-	if err := checkPins(s.MaxKV, sink, pins); err != nil {
+	if err := checkPins(s, w.contextLength, sink, pins); err != nil {
 		return nil, err
 	}
 
@@ -157,31 +157,41 @@ func (w promptTools) promptIDs(conv []Message, addGenerationPrompt bool) ([]int3
 }
 
 // sinkFor is the sink a request keeps: SinkTokens, or with KeepSystem the
-// whole system prompt; it may use at most half of MaxKV.
+// whole system prompt; it may use at most half of the live cap.
 func (w promptTools) sinkFor(s Settings, conv []Message, ids []int32) (int, error) {
 	sink := s.SinkTokens
 	if s.KeepSystem {
 		sink = max(sink, w.systemPrefix(conv, ids))
 	}
-	if s.MaxKV > 0 && 2*sink > s.MaxKV {
-		return 0, fmt.Errorf("max-kv-size %d: the %d-token system prompt kept as attention sink needs at most half of it; raise --max-kv-size or turn off keep-system", s.MaxKV, sink)
+	if c := s.LiveCap(w.contextLength); c > 0 && 2*sink > c {
+		return 0, fmt.Errorf("%s: the %d-token system prompt kept as attention sink needs at most half of it; raise --max-kv-size or turn off keep-system", capName(s, c), sink)
 	}
 	return sink, nil
 }
 
+// capName names the live cap c of s in messages: "max-kv-size 4096", or
+// "the model's 2048-token context (max-kv-size off)".
+func capName(s Settings, c int) string {
+	if s.MaxKV > 0 {
+		return fmt.Sprintf("max-kv-size %d", s.MaxKV)
+	}
+	return fmt.Sprintf("the model's %d-token context (max-kv-size off)", c)
+}
+
 // checkPins says when the pinned messages' tokens and the sink need more
-// than half of maxKV.
-func checkPins(maxKV, sink int, pins []Span) error {
-	if maxKV == 0 || len(pins) == 0 {
+// than half of the live cap of s for a model of contextLength positions.
+func checkPins(s Settings, contextLength, sink int, pins []Span) error {
+	c := s.LiveCap(contextLength)
+	if c == 0 || len(pins) == 0 {
 		return nil
 	}
 	n := 0
 	for _, p := range pins {
 		n += max(0, p.End-max(p.Start, sink))
 	}
-	if sink+n > maxKV/2 {
-		return fmt.Errorf("pinned messages: %d tokens with the %d-token sink need %d, more than half of max-kv-size %d (%d); /unpin one or raise /kv",
-			n, sink, sink+n, maxKV, maxKV/2)
+	if sink+n > c/2 {
+		return fmt.Errorf("pinned messages: %d tokens with the %d-token sink need %d, more than half of %s (%d); /unpin one or raise /kv",
+			n, sink, sink+n, capName(s, c), c/2)
 	}
 	return nil
 }
@@ -192,7 +202,7 @@ func checkPins(maxKV, sink int, pins []Span) error {
 // stats. Afterwards w.cached is the kept prefix.
 func (g *generation) prepareCache(ids []int32, sink int, pins []Span) error {
 	w, s := g.w, g.s
-	emptied, err := w.lm.configure(s.cacheConfig(sink))
+	emptied, err := w.lm.configure(s.cacheConfig(sink, w.contextLength))
 	if err != nil {
 		return err
 	}
@@ -201,7 +211,7 @@ func (g *generation) prepareCache(ids []int32, sink int, pins []Span) error {
 		w.restartWhy = RestartKVBits
 	}
 	cs, _ := w.lm.state()
-	plan := w.planReuse(ids, cs, s.MaxKV)
+	plan := w.planReuse(ids, cs, s.LiveCap(w.contextLength))
 	if plan.restart == "" && pinTrimmed(pins, len(w.cached)-plan.rewind, cs.Spans) {
 		plan = reusePlan{restart: RestartPinned}
 	}
@@ -269,7 +279,7 @@ type reusePlan struct {
 }
 
 // planReuse decides how the prompt ids reuse the cache, whose fed history
-// is w.cached: keep the longest common prefix of the two, but at most
+// is w.cached, under the live cap maxKV (0 = none): keep the longest common prefix of the two, but at most
 // len(ids)-1 tokens so that at least one is prefilled for the next-token
 // logits; rewind the cache to it when the history goes further, as mlx-lm
 // (trim_prompt_cache) and llama.cpp (longest common prefix) do. A trimmed
@@ -344,7 +354,8 @@ func (w promptTools) systemPrefix(conv []Message, ids []int32) int {
 	return n
 }
 
-// prefill runs the prompt suffix in chunks, enforcing MaxKV before each one.
+// prefill runs the prompt suffix in chunks, enforcing the live cap
+// (Settings.LiveCap) before each one.
 // It returns the logits after the last prompt token.
 func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) {
 	w, s := g.w, g.s
@@ -373,7 +384,7 @@ func (g *generation) prefill(todo []int32, reused int) ([]float32, bool, error) 
 			return nil, false, fmt.Errorf("prefill chunk %d/%d: %w", i+1, chunks, err)
 		}
 		if tr.Dropped > 0 {
-			w.trimCap = s.MaxKV
+			w.trimCap = s.LiveCap(w.contextLength)
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "prefill"})
 		}
 		w.cached = append(w.cached, part...)
@@ -459,7 +470,7 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 			return nil, fmt.Errorf("decode step %d: %w", steps+1, err)
 		}
 		if tr.Dropped > 0 {
-			w.trimCap = s.MaxKV
+			w.trimCap = s.LiveCap(w.contextLength)
 			g.e.emit(g.j.id, Trim{Dropped: tr.Dropped, LiveBefore: tr.LiveBefore, LiveAfter: tr.LiveAfter, Kind: tr.Kind, Phase: "decode"})
 		}
 		steps++

@@ -113,10 +113,7 @@ func (sm *summarizer) run(touched *bool) (*Done, error) {
 		return nil, fmt.Errorf("tokenizing prompt: %w", err)
 	}
 
-	capTokens := s.MaxKV
-	if capTokens == 0 {
-		capTokens = w.info.ContextLength
-	}
+	capTokens := s.LiveCap(w.contextLength)
 	sm.room = sm.r.AnswerTokens
 	if sm.room == 0 {
 		sm.room = 1024
@@ -149,7 +146,7 @@ func (sm *summarizer) run(touched *bool) (*Done, error) {
 	}
 
 	*touched = true
-	if _, err := w.lm.configure(s.cacheConfig(s.SinkTokens)); err != nil {
+	if _, err := w.lm.configure(s.cacheConfig(s.SinkTokens, w.contextLength)); err != nil {
 		return nil, err
 	}
 	w.restartWhy = ""
@@ -382,7 +379,7 @@ func (sm *summarizer) toPrefix() error {
 	w.lm.clearAnchor()
 	cs, _ := w.lm.state()
 	// A sentinel token after the prefix lets planReuse keep all of it.
-	plan := w.planReuse(append(append([]int32(nil), sm.prefix...), -1), cs, g.s.MaxKV)
+	plan := w.planReuse(append(append([]int32(nil), sm.prefix...), -1), cs, g.s.LiveCap(w.contextLength))
 	if plan.rewind > 0 {
 		if err := w.lm.rewind(plan.rewind); err != nil {
 			plan.restart = RestartBeyondRewind

@@ -16,6 +16,9 @@ type trimInfo struct {
 type promptTools struct {
 	tok  Tokenizer
 	tmpl Template
+	// contextLength is the model's (ModelInfo.ContextLength, 0 = unknown):
+	// the live window when Settings.MaxKV is 0 (Settings.LiveCap).
+	contextLength int
 }
 
 // cacheConfig is what configure sets on the cache.
@@ -85,7 +88,8 @@ type worker struct {
 	// cached is every token id appended to the cache since it was last
 	// emptied, in order (trimmed ones included).
 	cached []int32
-	// trimCap is the MaxKV in force at the cache's last trim (meaningful
+	// trimCap is the live cap (Settings.LiveCap) in force at the cache's
+	// last trim (meaningful
 	// while the cache's Trimmed count is above zero).
 	trimCap int
 	// lastPromptLen and lastChunkStart describe the latest prefill: the
@@ -98,13 +102,14 @@ type worker struct {
 	restartWhy string
 }
 
-// cacheConfig is the cache configuration of settings s with sink tokens.
-func (s Settings) cacheConfig(sink int) cacheConfig {
+// cacheConfig is the cache configuration of settings s with sink tokens
+// for a model of contextLength positions (see Settings.LiveCap).
+func (s Settings) cacheConfig(sink, contextLength int) cacheConfig {
 	bits := s.KVBits
 	if bits == 0 {
 		bits = 16
 	}
-	return cacheConfig{maxKV: s.MaxKV, sink: sink, kvBits: bits}
+	return cacheConfig{maxKV: s.LiveCap(contextLength), sink: sink, kvBits: bits}
 }
 
 func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelInfo, opts Options) (*worker, error) {
@@ -115,7 +120,7 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	w := &worker{promptTools: promptTools{tok: tok, tmpl: tmpl}, lm: m, stops: map[int32]bool{}, info: info, settings: s}
+	w := &worker{promptTools: promptTools{tok: tok, tmpl: tmpl, contextLength: info.ContextLength}, lm: m, stops: map[int32]bool{}, info: info, settings: s}
 	w.special, _ = tok.(SpecialTokens)
 	w.thinkIDs = findThinkTags(tok)
 	w.info.Reasoning = w.thinkIDs != nil
@@ -125,7 +130,7 @@ func newWorkerLM(m lm, tok Tokenizer, tmpl Template, stops []int32, info ModelIn
 	for _, id := range append(append([]int32(nil), stops...), opts.StopTokens...) {
 		w.stops[id] = true
 	}
-	if _, err := m.configure(s.cacheConfig(s.SinkTokens)); err != nil {
+	if _, err := m.configure(s.cacheConfig(s.SinkTokens, w.contextLength)); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -151,7 +156,7 @@ func (w *worker) updateSettings(s Settings) error {
 		return err
 	}
 	s = s.Normalize()
-	if emptied, err := w.lm.configure(s.cacheConfig(s.SinkTokens)); err != nil {
+	if emptied, err := w.lm.configure(s.cacheConfig(s.SinkTokens, w.contextLength)); err != nil {
 		w.resetAfterFault()
 		return err
 	} else if emptied {

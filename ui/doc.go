@@ -87,7 +87,9 @@
 //
 //	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
 //
-// The bar is live/max KV keys in eighths of a cell; "∞" when /kv off.
+// The bar is live/max KV keys in eighths of a cell; with /kv off the max
+// is the model's context length (the engine trims there too), "∞" only
+// when the model gives none.
 // Pinned tokens ("· 120 pinned") and the cache's memory ("· KV 1.2 MB",
 // "(8-bit)" when /kv bits 8) follow when there are any. A Trim
 // event flashes the bar and shows "✂ N" for a moment: N is how much the
@@ -125,15 +127,18 @@
 //
 // # Fit check
 //
-// Under a cap, a message whose bytes could exceed the live window (the cap
+// A message whose bytes could exceed the live window (the cap, or with
+// /kv off the model's context length, which the engine trims to as well;
 // less the sink and the pins; a token covers at least one byte) is first
 // checked by the engine (FitCheck), which renders and tokenizes it off the
 // engine's request queue. A message that fits is sent at once. One that
 // would push part of itself out of the window is held: the editor empties
 // and the notice gives the numbers, e.g. "paste 35,120 tokens > live
 // window 4,096: the model would see only the last 3,900. Enter sends
-// anyway · /kv 40000 raises the cap (≈ 1.2 GB of KV)" (the KV memory of
-// the suggested cap from the model's real cache layout). Enter on the
+// anyway · /summarize summarizes it in pieces · /kv 40000 raises the cap
+// (≈ 1.2 GB of KV)" (the KV memory of the suggested cap from the model's
+// real cache layout; no /kv when the window is already the model's
+// context: "live window 2,048 (the model's context)"). Enter on the
 // empty editor sends it anyway; Esc puts it back into the editor; a
 // command runs with it held (a settings change checks it again and says
 // when it fits); a new message joins it and both are checked again. The

@@ -75,7 +75,12 @@ type chatSession struct {
 
 func startChat(t *testing.T, state string, s engine.Settings) *chatSession {
 	t.Helper()
-	dir := tinyGemmaModel(t)
+	return startChatOn(t, tinyGemmaModel(t), state, s)
+}
+
+// startChatOn is startChat on the model in dir.
+func startChatOn(t *testing.T, dir, state string, s engine.Settings) *chatSession {
+	t.Helper()
 	be := cpu.New(1)
 	t.Cleanup(func() { be.Close() })
 	var bundle *engine.Bundle

@@ -27,7 +27,11 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		}
 		if c.Off {
 			s.MaxKV = 0
-			return nil, m.changeSettings(name, s, "kv cap off: the live window is unlimited")
+			msg := "kv cap off: the live window is unlimited"
+			if c := m.info.ContextLength; c > 0 {
+				msg = fmt.Sprintf("kv cap off: the live window is the model's %s-token context; older tokens after the sink are trimmed beyond it", groupDigits(c))
+			}
+			return nil, m.changeSettings(name, s, msg)
 		} else {
 			s.MaxKV = int(c.Int)
 			if err := m.checkPins(s, -1); err != nil {
@@ -134,7 +138,7 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	}
 	prev := m.set.cur
 	m.set.cur = s
-	m.st.meter.Max = s.MaxKV
+	m.st.meter.Max = m.liveCap(s)
 	id := m.sess.eng.Submit(engine.UpdateSettings{Settings: s})
 	m.set.pending[id] = prev
 	if m.phase.busy() {
@@ -223,7 +227,7 @@ func (m *model) pinCommand(c Command) error {
 	switch {
 	case !pin:
 		msg = fmt.Sprintf("message #%d unpinned: trimming may drop it again from the next answer", num)
-	case m.set.cur.MaxKV <= 0:
+	case m.liveCap(m.set.cur) <= 0:
 		msg = fmt.Sprintf("message #%d pinned: there is no cap now, so nothing is trimmed; under /kv N it stays in the live window", num)
 	case liveState(t) != "":
 		msg = fmt.Sprintf("message #%d pinned: it was trimmed, so the next answer prefills the conversation again to keep it whole", num)
@@ -249,7 +253,8 @@ func (m *model) pinCommand(c Command) error {
 // tokens are not known are left out (the engine checks them).
 func (m *model) checkPins(s engine.Settings, extra int) error {
 	s = s.Normalize()
-	if s.MaxKV <= 0 {
+	c := m.liveCap(s)
+	if c <= 0 {
 		return nil
 	}
 	pinned, others := 0, 0
@@ -267,10 +272,10 @@ func (m *model) checkPins(s engine.Settings, extra int) error {
 			others += n
 		}
 	}
-	if pinned == 0 || s.SinkTokens+pinned <= s.MaxKV/2 {
+	if pinned == 0 || s.SinkTokens+pinned <= c/2 {
 		return nil
 	}
-	half := s.MaxKV / 2
+	half := c / 2
 	if extra < 0 {
 		return fmt.Errorf("the pinned messages (%s tokens) and the %d-token sink need %s, more than half of the cap (%s), the most they may keep; /unpin one first or set /kv %d or more",
 			groupDigits(pinned), s.SinkTokens, groupDigits(s.SinkTokens+pinned), groupDigits(half), 2*(s.SinkTokens+pinned))
@@ -281,7 +286,7 @@ func (m *model) checkPins(s engine.Settings, extra int) error {
 		what = fmt.Sprintf("with the messages already pinned (%s tokens) and the %d-token sink", groupDigits(others), s.SinkTokens)
 	}
 	return fmt.Errorf("message #%d has %s tokens; %s that is %s, more than half of the %s-token cap (%s), the most pins may keep; /unpin a message or raise /kv to %d",
-		m.tr.number(extra), groupDigits(n), what, groupDigits(s.SinkTokens+pinned), groupDigits(s.MaxKV), groupDigits(half), 2*(s.SinkTokens+pinned))
+		m.tr.number(extra), groupDigits(n), what, groupDigits(s.SinkTokens+pinned), groupDigits(c), groupDigits(half), 2*(s.SinkTokens+pinned))
 }
 
 // pinLines lists the pinned messages for /stats.
@@ -605,6 +610,8 @@ func (m *model) statsText() string {
 	fmt.Fprintf(&b, "cache  %s", meterText(m.st.meter))
 	if m.set.cur.MaxKV > 0 {
 		fmt.Fprintf(&b, " (cap %d, sink %d)", m.set.cur.MaxKV, m.set.cur.Normalize().SinkTokens)
+	} else if c := m.info.ContextLength; c > 0 {
+		fmt.Fprintf(&b, " (no cap: the model's %d-token context, sink %d)", c, m.set.cur.Normalize().SinkTokens)
 	} else {
 		b.WriteString(" (no cap)")
 	}

@@ -43,20 +43,28 @@ func (h *heldMessage) full() string {
 const heldPlaceholder = "Enter sends the held message anyway · /summarize summarizes it in pieces · /kv N raises the cap · Esc puts it back"
 
 // mayNotFit reports whether a message of text (exact) could push part of
-// itself out of the live window, so that it must be checked before it is
-// sent. A token covers at least one byte, so a message whose bytes fit in
+// itself out of the live window (the cap, or with no cap the model's
+// context length), so that it must be checked before it is sent. A token covers at least one byte, so a message whose bytes fit in
 // the window beside the sink and the pins fits; only longer ones (or any
 // under a cap too small to tell) ask the engine.
 func (m *model) mayNotFit(text string) bool {
 	s := m.set.cur.Normalize()
-	if s.MaxKV <= 0 {
+	c := m.liveCap(s)
+	if c <= 0 {
 		return false
 	}
 	never := s.SinkTokens
 	if s.KeepSystem {
 		never += len(s.System)
 	}
-	return len(text)+fitMargin > s.MaxKV-never-m.pinnedBound()
+	return len(text)+fitMargin > c-never-m.pinnedBound()
+}
+
+// liveCap is the live window's cap under s, as the engine enforces it:
+// MaxKV, or with no cap the model's context length (0 before the model
+// has loaded or when its config gives none: unlimited).
+func (m *model) liveCap(s engine.Settings) int {
+	return s.LiveCap(m.info.ContextLength)
 }
 
 // pinnedBound is an upper bound of the tokens the pinned messages keep:
@@ -158,11 +166,17 @@ func (m *model) heldWhat() string {
 // fitNotice is the fit check's warning, e.g. "paste 35,120 tokens > live
 // window 4,096: the model would see only the last 3,900. Enter sends
 // anyway · /summarize summarizes it in pieces · /kv 40000 raises the cap
-// (≈ 1.2 GB of KV)".
+// (≈ 1.2 GB of KV)". With no cap the window is the model's context length
+// ("live window 2,048 (the model's context)"), which /kv cannot usefully
+// raise.
 func fitNotice(what string, f engine.Fit) string {
 	var b strings.Builder
+	window := groupDigits(f.LiveCap)
+	if f.MaxKV <= 0 {
+		window += " (the model's context)"
+	}
 	fmt.Fprintf(&b, "%s %s tokens > live window %s: the model would see only the last %s. Enter sends anyway",
-		what, groupDigits(f.MessageTokens), groupDigits(f.MaxKV), groupDigits(f.Visible))
+		what, groupDigits(f.MessageTokens), window, groupDigits(f.Visible))
 	b.WriteString(" · /summarize summarizes it in pieces")
 	if f.SuggestedMaxKV > 0 {
 		fmt.Fprintf(&b, " · /kv %d raises the cap (≈ %s of KV", f.SuggestedMaxKV, formatBytes(f.SuggestedKVBytes))

@@ -1,8 +1,11 @@
 package ui
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,8 +32,65 @@ func countOf[T engine.Request](fe *fakeEngine) int {
 
 // notFit is the Fit of a 765-token paste under a 64-token cap.
 func notFit(id engine.RequestID) engine.Fit {
-	return engine.Fit{Header: hdr(id, 0), MessageTokens: 765, PromptTokens: 790, MaxKV: 64, Sink: 4, Window: 60,
+	return engine.Fit{Header: hdr(id, 0), MessageTokens: 765, PromptTokens: 790, MaxKV: 64, LiveCap: 64, Sink: 4, Window: 60,
 		Visible: 40, KVBytesPerToken: 12 << 10, SuggestedMaxKV: 1024, SuggestedKVBytes: 12 << 20}
+}
+
+// TestWhichMessagesAreChecked: a message is checked before it is sent
+// when its bytes may not fit the live window: the cap, or with no cap the
+// model's context length; with neither nothing can overflow.
+func TestWhichMessagesAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		maxKV, context int
+		bytes          int
+		checked        bool
+	}{
+		{"short under a cap", 64, 0, 20, false},
+		{"long under a cap", 64, 0, 2000, true},
+		{"long, cap above the context", 4096, 512, 2000, false},
+		{"long, no cap, no context known", 0, 0, 2000, false},
+		{"long, no cap, small context", 0, 512, 2000, true},
+		{"long, no cap, large context", 0, 32768, 2000, false},
+		{"10 MB, no cap, the context of a real model", 0, 32768, 10 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(tc.maxKV))
+			events(m, engine.Ready{Info: engine.ModelInfo{Name: "tiny-model", ModelType: "gemma3n", ContextLength: tc.context}})
+			paste(m, strings.Repeat("w", tc.bytes))
+			press(m, tea.KeyEnter)
+			if got := countOf[engine.FitCheck](fe) == 1; got != tc.checked {
+				t.Fatalf("fit checked %v, want %v", got, tc.checked)
+			}
+			if got := countOf[engine.Generate](fe) == 1; got == tc.checked {
+				t.Fatalf("sent at once %v, want %v", got, !tc.checked)
+			}
+		})
+	}
+}
+
+// TestFitNoticeWithoutACap: with no cap the notice gives the model's
+// context as the live window, with the same choices, and offers no /kv
+// when the engine suggests none (the context is the model's limit).
+func TestFitNoticeWithoutACap(t *testing.T) {
+	m, fe := newTestModel(t)
+	update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+	events(m, engine.Ready{Info: engine.ModelInfo{Name: "tiny-model", ModelType: "gemma3n", ContextLength: 2048}})
+	if !strings.Contains(screen(m), "/2048 live") {
+		t.Fatalf("meter without a cap should show the context as the cap:\n%s", screen(m))
+	}
+	paste(m, strings.Repeat("a line of the document to summarize\n", 300))
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.FitCheck](t, fe)
+	events(m, engine.Fit{Header: hdr(id, 0), MessageTokens: 3000, PromptTokens: 3020, LiveCap: 2048, ContextLength: 2048,
+		Sink: 4, Window: 2044, Visible: 2024, KVBytesPerToken: 12 << 10})
+	want := "✂ paste 3,000 tokens > live window 2,048 (the model's context): the model would see only the last 2,024. Enter sends anyway · /summarize summarizes it in pieces · Esc puts it back in the editor"
+	if s := noticeOf(screen(m)); s != want {
+		t.Fatalf("notice %q, want %q", s, want)
+	}
+	if m.held == nil || countOf[engine.Generate](fe) != 0 {
+		t.Fatal("the paste over the context was not held")
+	}
 }
 
 // TestShortMessageNeedsNoFitCheck: a message whose bytes fit in the window
@@ -97,7 +157,7 @@ func TestFitCheckSendsWhatFits(t *testing.T) {
 		answer func(id engine.RequestID) engine.Event
 	}{
 		{"fits", func(id engine.RequestID) engine.Event {
-			return engine.Fit{Header: hdr(id, 0), MessageTokens: 50, MaxKV: 4096, Visible: 50, Fits: true}
+			return engine.Fit{Header: hdr(id, 0), MessageTokens: 50, MaxKV: 4096, LiveCap: 4096, Visible: 50, Fits: true}
 		}},
 		{"check failed", func(id engine.RequestID) engine.Event {
 			return engine.Error{Header: hdr(id, 0), Err: errors.New("template")}
@@ -184,7 +244,7 @@ func TestHeldMessage(t *testing.T) {
 		if fc.Settings == nil || fc.Settings.MaxKV != 2048 || fc.Conversation[len(fc.Conversation)-1].Content != doc {
 			t.Fatalf("re-check %+v", fc)
 		}
-		events(m, engine.Fit{Header: hdr(id, time.Second), Fits: true, MessageTokens: 765, MaxKV: 2048, Visible: 765})
+		events(m, engine.Fit{Header: hdr(id, time.Second), Fits: true, MessageTokens: 765, MaxKV: 2048, LiveCap: 2048, Visible: 765})
 		if s := noticeOf(screen(m)); !strings.Contains(s, "the held paste fits the live window now (765 tokens): Enter sends it") {
 			t.Fatalf("notice %q", s)
 		}
@@ -193,6 +253,63 @@ func TestHeldMessage(t *testing.T) {
 			t.Error("held message not sent after the re-check")
 		}
 	})
+}
+
+// TestFitCheckWithoutACapEndToEnd: with no cap, on a model whose
+// config.json says max_position_embeddings 256, a longer paste is held
+// with the engine's numbers for that context; sent anyway, it is trimmed
+// to the context (the meter shows it), never refused.
+func TestFitCheckWithoutACapEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the tiny model")
+	}
+	const context = 256
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.CopyFS(dir, os.DirFS(tinyGemmaModel(t))); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["max_position_embeddings"] = context
+	if tc, ok := cfg["text_config"].(map[string]any); ok {
+		tc["max_position_embeddings"] = context
+	}
+	if raw, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := engine.DefaultSettings()
+	s.MaxTokens, s.NoLoopDetect = 4, true
+	cs := startChatOn(t, dir, t.TempDir(), s)
+	doc := longDocument(2000)
+	if _, err := io.WriteString(cs.in, pasteStart+doc+pasteEnd); err != nil {
+		t.Fatal(err)
+	}
+	cs.waitScreen("the collapsed paste", "[pasted: ")
+	cs.typeLine("")
+	cs.waitScreen("the fit notice", "Enter sends anyway")
+	out := flat(cs.out.String())
+	mt := regexp.MustCompile(`paste ([0-9,]+) tokens > live window 256 \(the model's context\): the model would see only the last ([0-9,]+)\. Enter sends anyway · /summarize summarizes it in pieces · Esc`).FindStringSubmatch(out)
+	if mt == nil {
+		t.Fatalf("no fit notice for the context:\n%s", tail(out, 2000))
+	}
+	tokens, visible := atoi(strings.ReplaceAll(mt[1], ",", "")), atoi(strings.ReplaceAll(mt[2], ",", ""))
+	if tokens <= context || visible <= 0 || visible >= context {
+		t.Errorf("fit numbers: %d tokens, %d visible under a %d-token context", tokens, visible, context)
+	}
+	cs.typeLine("")
+	cs.waitScreen("the answer", "answer cut at /max 4 tokens")
+	cs.waitScreen("the meter at the context", "256/256 live")
+	cs.quit()
 }
 
 // TestFitCheckEndToEnd: on the real engine a paste longer than the live

@@ -368,6 +368,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.phase = phaseIdle
 		}
 		m.info = e.Info
+		m.st.meter.Max = m.liveCap(m.set.cur)
 		m.tr.addNotes(e.Info.Notes)
 		m.tr.label = m.shortModel()
 		m.tr.welcome = m.welcome()
@@ -456,7 +457,7 @@ func (m *model) handleError(e engine.Error) tea.Cmd {
 		if prev, ok := m.set.pending[e.ID]; ok {
 			delete(m.set.pending, e.ID)
 			m.set.cur = prev
-			m.st.meter.Max = prev.MaxKV
+			m.st.meter.Max = m.liveCap(prev)
 			m.st.setError(fmt.Errorf("settings not changed: %w", e.Err))
 			return nil
 		}

@@ -27,6 +27,10 @@ type Config struct {
 
 // ParseConfig reads the Cohere2 settings of config.json. head_dim is always
 // hidden_size / num_attention_heads (transformers ignores the key).
+// cardContext is Command R7B's context length as its model card gives it
+// (128K tokens).
+const cardContext = 128 << 10
+
 func ParseConfig(c *checkpoint.Config) (*Config, error) {
 	cfg := &Config{}
 	var err error
@@ -136,6 +140,16 @@ func build(ck *checkpoint.Checkpoint, be tensor.Backend) (*Model, error) {
 		BOS: cfg.BOS, Quantization: blocks.Describe(d.Layers[0].MLP.Gate),
 	}); err != nil {
 		return nil, err
+	}
+	if n := d.Info.ContextLength; n < cardContext {
+		// The mlx-community mirror says 8192, another copy 132096;
+		// the model card says 128K (../shared/FAMILIES.md). The global
+		// layers have no RoPE, so nothing in the weights stops at the
+		// config's number: take the card's, so that with no
+		// --max-kv-size the chat trims at 128K, not at 8K.
+		d.Info.Notes = append(d.Info.Notes, fmt.Sprintf("%s: max_position_embeddings %d is below Command R7B's %d-token context (its model card); the context length used is %d",
+			c.Path, n, cardContext, cardContext))
+		d.Info.ContextLength = cardContext
 	}
 	d.Finish()
 	return &Model{Decoder: d, cfg: cfg}, nil
