@@ -383,6 +383,13 @@ func shapeMatches(got, want []int) bool {
 // names it with parameters, dense when it names it false, and otherwise
 // quantized exactly when `<prefix>.scales` exists (MLX's own rule).
 func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
+	return c.matrix(prefix, 0, 0)
+}
+
+// matrix is Matrix; with out > 0 it first checks the weight tensor's own
+// shape against an out x in matrix (packed, when quantized), so a wrong
+// weight is named as such rather than blamed on its scales.
+func (c *Checkpoint) matrix(prefix string, out, in int) (*tensor.Matrix, error) {
 	wname := prefix + ".weight"
 	wref, ok := c.tensors[wname]
 	if !ok {
@@ -411,6 +418,9 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 		if hasScales {
 			return nil, fmt.Errorf("%s: %s: module has .scales but %s marks it not quantized", file, prefix, c.Config.Path)
 		}
+		if out > 0 && (w.Shape[0] != out || w.Shape[1] != in) {
+			return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", file, wname, w.Shape, out, in)
+		}
 		m := &tensor.Matrix{Out: w.Shape[0], In: w.Shape[1], W: w}
 		if err := m.Validate(prefix); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
@@ -422,6 +432,10 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 	}
 	if w.DType != tensor.U32 {
 		return nil, fmt.Errorf("%s: tensor %q has dtype %s, want U32 packed %d-bit weights", file, wname, w.DType, params.Bits)
+	}
+	if per := 32 / params.Bits; out > 0 && (w.Shape[0] != out || in%per != 0 || w.Shape[1] != in/per) {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d] (a %dx%d matrix packed %d %d-bit codes per U32)",
+			file, wname, w.Shape, out, in/per, out, in, per, params.Bits)
 	}
 	scales, err := c.Tensor(prefix + ".scales")
 	if err != nil {
@@ -445,7 +459,10 @@ func (c *Checkpoint) Matrix(prefix string) (*tensor.Matrix, error) {
 // MatrixShape is Matrix that also checks the logical size (out rows by in
 // columns, before packing) against what the caller expects.
 func (c *Checkpoint) MatrixShape(prefix string, out, in int) (*tensor.Matrix, error) {
-	m, err := c.Matrix(prefix)
+	if out <= 0 || in <= 0 {
+		return nil, fmt.Errorf("model directory %s: %s: want a matrix size, got %dx%d", c.Dir, prefix, out, in)
+	}
+	m, err := c.matrix(prefix, out, in)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -466,5 +467,83 @@ func TestMapWeights(t *testing.T) {
 	}
 	if len(m2.mapped) != 0 {
 		t.Errorf("%d regions left mapped after a refusal", len(m2.mapped))
+	}
+}
+
+// reshape rewrites the safetensors header of the file holding tensor name
+// so that the tensor has shape (same dtype and bytes: only the header
+// changes).
+func reshape(t *testing.T, dir, name string, shape []int) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := binary.LittleEndian.Uint64(raw[:8])
+		var hdr map[string]json.RawMessage
+		if err := json.Unmarshal(raw[8:8+n], &hdr); err != nil {
+			t.Fatal(err)
+		}
+		entry, ok := hdr[name]
+		if !ok {
+			continue
+		}
+		var info map[string]any
+		if err := json.Unmarshal(entry, &info); err != nil {
+			t.Fatal(err)
+		}
+		info["shape"] = shape
+		if hdr[name], err = json.Marshal(info); err != nil {
+			t.Fatal(err)
+		}
+		h, err := json.Marshal(hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(h)%8 != 0 {
+			h = append(h, ' ')
+		}
+		out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+		out = append(append(out, h...), raw[8+n:]...)
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no safetensors file in %s holds %s", dir, name)
+}
+
+// TestMatrixShapeNamesTheWrongTensor: a weight with the right byte count
+// but the wrong shape is named, with the shape expected and the one found,
+// not blamed on its scales (which are right).
+func TestMatrixShapeNamesTheWrongTensor(t *testing.T) {
+	d := synth.TinyGemma3n()
+	down := vlm + "layers.0.mlp.down_proj"
+	for _, tc := range []struct {
+		name  string
+		bits  int
+		shape []int
+		want  string
+	}{
+		{"4-bit, rows and columns traded", 4, []int{d.Hidden * 2, d.Intermediate / 16},
+			fmt.Sprintf(`tensor "%s.weight" has shape [%d %d], want [%d %d] (a %dx%d matrix packed 8 4-bit codes per U32)`,
+				down, d.Hidden*2, d.Intermediate/16, d.Hidden, d.Intermediate/8, d.Hidden, d.Intermediate)},
+		{"8-bit, transposed", 8, []int{d.Intermediate / 4, d.Hidden},
+			fmt.Sprintf(`tensor "%s.weight" has shape [%d %d], want [%d %d] (a %dx%d matrix packed 4 8-bit codes per U32)`,
+				down, d.Intermediate/4, d.Hidden, d.Hidden, d.Intermediate/4, d.Hidden, d.Intermediate)},
+		{"dense, transposed", 0, []int{d.Intermediate, d.Hidden},
+			fmt.Sprintf(`tensor "%s.weight" has shape [%d %d], want [%d %d]`, down, d.Intermediate, d.Hidden, d.Hidden, d.Intermediate)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeTiny(t, synth.Options{Bits: tc.bits})
+			reshape(t, dir, down+".weight", tc.shape)
+			c := open(t, dir)
+			_, err := c.MatrixShape(down, d.Hidden, d.Intermediate)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "scales") {
+				t.Fatalf("error %v\nwant one naming the weight: %q", err, tc.want)
+			}
+		})
 	}
 }
