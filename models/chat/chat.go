@@ -54,7 +54,7 @@ func New(source string, opts Options) (*Template, error) {
 	if name == "" {
 		name = "chat template"
 	}
-	if _, err := runSandboxed(&renderRequest{Limits: defaultLimits, Source: source, CompileOnly: true}); err != nil {
+	if _, err := runSandboxed(&renderRequest{Limits: defaultLimits.forInput(len(source)), Source: source, CompileOnly: true}); err != nil {
 		return nil, fmt.Errorf("compiling %s: %w", name, err)
 	}
 	t := &Template{source: source, name: name, special: map[string]string{}, now: opts.Now, endOfTurn: detectEndOfTurn(source), limits: defaultLimits}
@@ -88,7 +88,44 @@ func Load(dir string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(source, Options{SpecialTokens: special, Name: from})
+	if strings.TrimSpace(source) == "" {
+		what := "the file is empty"
+		if filepath.Ext(from) == ".json" {
+			what = `"chat_template" is empty`
+		}
+		return nil, fmt.Errorf("%s: %s: the model has no chat template to build prompts with", from, what)
+	}
+	t, err := New(source, Options{SpecialTokens: special, Name: from})
+	if err != nil {
+		return nil, err
+	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// probe is the conversation Load renders once, so that a template that
+// cannot render (an unknown filter or test, a syntax error the compiler
+// let through, a hostile loop) fails the load, not the first message.
+var probe = []Message{
+	{Role: "user", Content: "Hello."},
+	{Role: "assistant", Content: "Hello! How can I help?"},
+	{Role: "user", Content: "Say hi."},
+}
+
+// check renders probe and wants a prompt that holds its last message.
+func (t *Template) check() error {
+	out, err := t.render(probe, true, nil)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: the chat template fails on a short test conversation (user, assistant, user): %w", t.name, err)
+	case strings.TrimSpace(out) == "":
+		return fmt.Errorf("%s: the chat template renders a short test conversation as an empty prompt", t.name)
+	case !strings.Contains(out, probe[len(probe)-1].Content):
+		return fmt.Errorf("%s: the chat template leaves the messages out of the prompt (a short test conversation rendered as %.80q)", t.name, out)
+	}
+	return nil
 }
 
 // findTemplate returns the template source and the file it came from.
@@ -198,22 +235,33 @@ func (t *Template) Render(messages []Message, addGenerationPrompt bool) (string,
 // enable_thinking for Qwen 3 or date_string for Llama 3.x. Values may be
 // nil, bool, int, int64, float64, string, []any or map[string]any.
 func (t *Template) RenderWith(messages []Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
-	now := t.now()
-	zone, offset := now.Zone()
-	req := &renderRequest{Limits: t.limits, Source: t.source, Messages: messages, AddGenerationPrompt: addGenerationPrompt,
-		Special: t.special, NowUnixNano: now.UnixNano(), NowZone: zone, NowOffset: offset, Extra: map[string]wireValue{}}
-	for k, v := range extra {
-		w, err := toWire(v)
-		if err != nil {
-			return "", fmt.Errorf("%s: variable %q: %w", t.name, k, err)
-		}
-		req.Extra[k] = w
-	}
-	out, err := runSandboxed(req)
+	out, err := t.render(messages, addGenerationPrompt, extra)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", t.name, err)
 	}
 	return out, nil
+}
+
+// render is RenderWith without the template's name on errors.
+func (t *Template) render(messages []Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
+	now := t.now()
+	zone, offset := now.Zone()
+	n := 0
+	for _, m := range messages {
+		n += len(m.Role) + len(m.Content) + len(m.Reasoning)
+	}
+	req := &renderRequest{Source: t.source, Messages: messages, AddGenerationPrompt: addGenerationPrompt,
+		Special: t.special, NowUnixNano: now.UnixNano(), NowZone: zone, NowOffset: offset, Extra: map[string]wireValue{}}
+	for k, v := range extra {
+		w, err := toWire(v)
+		if err != nil {
+			return "", fmt.Errorf("variable %q: %w", k, err)
+		}
+		req.Extra[k] = w
+		n += w.size()
+	}
+	req.Limits = t.limits.forInput(n)
+	return runSandboxed(req)
 }
 
 // renderValues renders a compiled template in transformers'

@@ -182,22 +182,44 @@ func TestStrftimeNow(t *testing.T) {
 // chat_template.json, which wins over tokenizer_config.json; named template
 // lists use "default"; special tokens come from tokenizer_config.json.
 func TestLoad(t *testing.T) {
-	cfg := `{"bos_token": {"content": "<s>", "__type": "AddedToken"}, "eos_token": "</s>", "chat_template": "cfg {{ bos_token }}{{ eos_token }}"}`
+	// m renders the messages (Load checks that a template does).
+	const m = "{% for m in messages %}|{{ m.content }}{% endfor %}"
+	cfg := `{"bos_token": {"content": "<s>", "__type": "AddedToken"}, "eos_token": "</s>", "chat_template": "cfg {{ bos_token }}{{ eos_token }}` + m + `"}`
 	tests := []struct {
 		name    string
 		files   map[string]string
 		want    string
-		wantErr string
+		wantErr string // "{dir}" stands for the model directory
 	}{
-		{"tokenizer_config", map[string]string{"tokenizer_config.json": cfg}, "cfg <s></s>", ""},
-		{"named list", map[string]string{"tokenizer_config.json": `{"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "default"}]}`}, "default", ""},
-		{"chat_template.json", map[string]string{"tokenizer_config.json": cfg, "chat_template.json": `{"chat_template": "json {{ eos_token }}"}`}, "json </s>", ""},
-		{"chat_template.jinja", map[string]string{"tokenizer_config.json": cfg, "chat_template.json": `{"chat_template": "json"}`, "chat_template.jinja": "jinja {{ bos_token }}"}, "jinja <s>", ""},
-		{"jinja without config", map[string]string{"chat_template.jinja": "only"}, "only", ""},
+		{"tokenizer_config", map[string]string{"tokenizer_config.json": cfg}, "cfg <s></s>|hi", ""},
+		{"named list", map[string]string{"tokenizer_config.json": `{"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "default` + m + `"}]}`}, "default|hi", ""},
+		{"chat_template.json", map[string]string{"tokenizer_config.json": cfg, "chat_template.json": `{"chat_template": "json {{ eos_token }}` + m + `"}`}, "json </s>|hi", ""},
+		{"chat_template.jinja", map[string]string{"tokenizer_config.json": cfg, "chat_template.json": `{"chat_template": "json"}`, "chat_template.jinja": "jinja {{ bos_token }}" + m}, "jinja <s>|hi", ""},
+		{"jinja without config", map[string]string{"chat_template.jinja": "only" + m}, "only|hi", ""},
 		{"none", map[string]string{"tokenizer_config.json": `{"bos_token": "<s>"}`}, "", "no chat template"},
 		{"empty dir", nil, "", "no chat template"},
 		{"no default", map[string]string{"tokenizer_config.json": `{"chat_template": [{"name": "rag", "template": "x"}]}`}, "", `no template named "default"`},
 		{"bad syntax", map[string]string{"chat_template.jinja": "{% if %}"}, "", "chat_template.jinja"},
+		// Issue #17: a template that cannot build a prompt fails the
+		// load, naming the file (and key), not the first message.
+		{"empty in tokenizer_config", map[string]string{"tokenizer_config.json": `{"chat_template": ""}`}, "",
+			`{dir}/tokenizer_config.json: "chat_template" is empty: the model has no chat template to build prompts with`},
+		{"blank in chat_template.json", map[string]string{"chat_template.json": `{"chat_template": " \n "}`}, "",
+			`{dir}/chat_template.json: "chat_template" is empty`},
+		{"empty chat_template.jinja", map[string]string{"tokenizer_config.json": cfg, "chat_template.jinja": ""}, "",
+			"{dir}/chat_template.jinja: the file is empty"},
+		{"unknown filter", map[string]string{"tokenizer_config.json": `{"chat_template": "{{ messages[0].content | shout }}"}`}, "",
+			"{dir}/tokenizer_config.json: the chat template fails on a short test conversation (user, assistant, user): "},
+		{"unclosed block", map[string]string{"chat_template.jinja": "{% for m in messages %}{{ m.content }}"}, "",
+			"{dir}/chat_template.jinja"},
+		{"raise_exception", map[string]string{"chat_template.jinja": `{{ raise_exception("roles must alternate") }}`}, "",
+			"{dir}/chat_template.jinja: the chat template fails on a short test conversation (user, assistant, user): roles must alternate"},
+		{"renders nothing", map[string]string{"chat_template.jinja": "{% if false %}x{% endif %}"}, "",
+			"{dir}/chat_template.jinja: the chat template renders a short test conversation as an empty prompt"},
+		{"ignores the messages", map[string]string{"chat_template.jinja": "<bos>hello"}, "",
+			"{dir}/chat_template.jinja: the chat template leaves the messages out of the prompt"},
+		{"string doubling", map[string]string{"chat_template.jinja": `{% set s = "x" %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}{{ s }}` + m}, "",
+			"{dir}/chat_template.jinja: the chat template fails on a short test conversation (user, assistant, user): rendering needs more than the renderer's memory limit of 512 MiB"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,8 +231,9 @@ func TestLoad(t *testing.T) {
 			}
 			tmpl, err := Load(dir)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Load error = %v, want one containing %q", err, tc.wantErr)
+				want := strings.ReplaceAll(tc.wantErr, "{dir}", dir)
+				if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("Load error = %v, want one line containing %q", err, want)
 				}
 				return
 			}

@@ -12,11 +12,20 @@
 //
 // Templates come with downloaded models and are untrusted: they are
 // compiled and rendered in a child process (this executable re-run with
-// MLXCHAT_CHAT_TEMPLATE_SANDBOX=1, see sandbox.go) with a 64 MiB stack, a
-// 2 GiB memory cap, a 256 MiB output cap, range() lists of at most 10^6
-// items and a 20 s deadline, so endless macro recursion, huge loops or
-// string doubling end in a one-line error naming the template file instead
-// of killing or hanging the chat. A rendering costs a few milliseconds.
+// MLXCHAT_CHAT_TEMPLATE_SANDBOX=1, see sandbox.go) with a 16 MiB stack,
+// range() lists of at most 10^6 items, and memory, output and time caps of
+// 512 MiB, 64 MiB and 5 s, raised for a long conversation (32 and 4 bytes
+// per byte of it, and 1 s per 2 MiB), so endless macro recursion, huge
+// loops or string doubling end within seconds in a one-line error naming
+// the template file and the limit hit, instead of killing or hanging the
+// chat. A rendering costs a few milliseconds.
+//
+// Load also refuses a template that cannot serve: an empty one (naming the
+// file, and the "chat_template" key of a JSON file), and one that fails on
+// a short test conversation (user, assistant, user), renders it as an
+// empty prompt or leaves its messages out; so a broken template (unknown
+// filter, raise_exception, hostile loop) fails the model's load, not the
+// first message.
 //
 // The rendered prompt already holds the BOS token when the template writes
 // it (Gemma, Llama 3), so it must be encoded without adding special tokens

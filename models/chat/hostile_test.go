@@ -21,7 +21,7 @@ func TestHostileTemplates(t *testing.T) {
 		{"string repeat", `{{ "x" * 100000000000 }}`, "memory"},
 		{"deep nesting", `{{ ` + strings.Repeat("(", 200000) + `1` + strings.Repeat(")", 200000) + ` }}`, "recursion"},
 		{"endless loop", `{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}`, "longer than"},
-		{"huge output", `{{ "x" * 5000000 }}`, "larger than 1 MiB"},
+		{"huge output", `{{ "x" * 5000000 }}`, "output limit of 1 MiB"},
 		{"raise_exception", `{{ raise_exception("no system role") }}`, "no system role"},
 	}
 	for _, tc := range tests {

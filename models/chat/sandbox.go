@@ -40,9 +40,34 @@ type renderLimits struct {
 	MaxRange int64
 }
 
-// defaultLimits are far above what real templates need: a rendering takes
-// milliseconds and a few MiB, and prompts are bounded by context lengths.
-var defaultLimits = renderLimits{Timeout: 20 * time.Second, MaxMemory: 2 << 30, MaxStack: 64 << 20, MaxOutput: 256 << 20, MaxRange: 1_000_000}
+// defaultLimits are the limits of a rendering of a conversation up to a
+// few MiB: far above what real templates need (a few milliseconds and a
+// few MiB), low enough that a hostile one fails within seconds (string
+// doubling at the memory limit in about one). forInput raises the time,
+// memory and output limits for longer conversations, since a long paste
+// makes a long prompt: rendering a 10 MiB message took 0.7-1.6 s, a 50 MiB
+// one 2-3.6 s (the real Gemma 3n, Qwen 3 and Llama 3 templates on the
+// shared 2-core development machine).
+var defaultLimits = renderLimits{Timeout: 5 * time.Second, MaxMemory: 512 << 20, MaxStack: 16 << 20, MaxOutput: 64 << 20, MaxRange: 1_000_000}
+
+// A conversation of n bytes (message contents and extra variables) may
+// need up to n times these of output and memory, and n/inputPerSecond of
+// time; forInput takes these when they exceed the defaults.
+const (
+	outputPerInputByte = 4
+	memoryPerInputByte = 32
+	inputPerSecond     = 2 << 20
+)
+
+// forInput is lim for a conversation of n bytes: each limit at least what
+// n needs (see the constants above), sizes in whole MiB.
+func (lim renderLimits) forInput(n int) renderLimits {
+	const mib = 1 << 20
+	lim.MaxOutput = max(lim.MaxOutput, (outputPerInputByte*n+mib-1)/mib*mib)
+	lim.MaxMemory = max(lim.MaxMemory, uint64((memoryPerInputByte*n+mib-1)/mib*mib))
+	lim.Timeout = max(lim.Timeout, time.Duration(float64(n)/inputPerSecond*float64(time.Second)).Round(time.Second))
+	return lim
+}
 
 // sandboxEnv, set to "1" in a process's environment, makes the process a
 // template renderer: it reads one request from stdin and exits.
@@ -127,6 +152,19 @@ func toWire(v any) (wireValue, error) {
 	return wireValue{}, fmt.Errorf("template variable of type %T is not supported (want nil, bool, int, int64, float64, string, []any or map[string]any)", v)
 }
 
+// size is about how many bytes the value takes as text: its strings and
+// keys, 8 per scalar.
+func (w wireValue) size() int {
+	n := 8 + len(w.S)
+	for _, e := range w.L {
+		n += e.size()
+	}
+	for k, e := range w.M {
+		n += len(k) + e.size()
+	}
+	return n
+}
+
 func (w wireValue) toGo() any {
 	switch w.Kind {
 	case "bool":
@@ -178,7 +216,7 @@ func runSandboxed(req *renderRequest) (string, error) {
 	cmd.Stdout, cmd.Stderr = out, stderr
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("rendering took longer than %v (an endless or huge loop?)", lim.Timeout)
+		return "", fmt.Errorf("rendering took longer than the renderer's time limit of %v for this conversation (an endless or huge loop?)", lim.Timeout.Round(time.Millisecond))
 	}
 	var exit *exec.ExitError
 	switch {
@@ -191,9 +229,9 @@ func runSandboxed(req *renderRequest) (string, error) {
 	case code == exitTemplate:
 		return "", errors.New(oneLine(out.String()))
 	case code == exitMemory || strings.Contains(stderr.String(), "out of memory"):
-		return "", fmt.Errorf("rendering needs more than %s of memory", size(int64(lim.MaxMemory)))
+		return "", fmt.Errorf("rendering needs more than the renderer's memory limit of %s for this conversation (a string doubled in a loop, or a huge list?)", size(int64(lim.MaxMemory)))
 	case code == exitOutput || out.overflow:
-		return "", fmt.Errorf("rendered prompt is larger than %s", size(int64(lim.MaxOutput)))
+		return "", fmt.Errorf("the rendered prompt is larger than the renderer's output limit of %s for this conversation", size(int64(lim.MaxOutput)))
 	case strings.Contains(stderr.String(), "stack exceeds"):
 		return "", fmt.Errorf("recursion deeper than the renderer's %s stack (a macro calling itself without end?)", size(int64(lim.MaxStack)))
 	default:
@@ -206,7 +244,7 @@ func runSandboxed(req *renderRequest) (string, error) {
 func serveSandbox(stdin io.Reader, stdout io.Writer) int {
 	// Until the request (and its limits) is read, the defaults apply.
 	debug.SetMaxStack(defaultLimits.MaxStack)
-	limitAddressSpace(4 * defaultLimits.MaxMemory)
+	limitAddressSpace(addressSpace(defaultLimits.MaxMemory))
 	var req renderRequest
 	if err := gob.NewDecoder(stdin).Decode(&req); err != nil {
 		fmt.Fprintf(stdout, "template renderer: reading the request: %v", err)
@@ -214,7 +252,11 @@ func serveSandbox(stdin io.Reader, stdout io.Writer) int {
 	}
 	lim := req.Limits
 	debug.SetMaxStack(lim.MaxStack)
-	limitAddressSpace(4 * max(lim.MaxMemory, 1<<30))
+	limitAddressSpace(addressSpace(lim.MaxMemory))
+	// The collector works harder near the limit, so garbage (a loop
+	// building and dropping lists) does not count as memory the
+	// template needs; what it keeps alive still ends it.
+	debug.SetMemoryLimit(int64(lim.MaxMemory) * 3 / 4)
 	go watchMemory(lim.MaxMemory)
 	tmpl, err := jinja.Compile(req.Source)
 	if err != nil {
@@ -244,6 +286,13 @@ func serveSandbox(stdin io.Reader, stdout io.Writer) int {
 		return exitProtocol
 	}
 	return exitOK
+}
+
+// addressSpace is the child's address-space limit, a backstop behind
+// watchMemory: the Go runtime reserves far more address space than it
+// uses, so it is 4 times the memory limit and at least 8 GiB.
+func addressSpace(maxMemory uint64) uint64 {
+	return max(4*maxMemory, 8<<30)
 }
 
 // watchMemory ends the child when the memory it maps passes the limit.
@@ -335,8 +384,11 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 }
 
 func size(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
