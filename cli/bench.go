@@ -3,14 +3,24 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"mlxchat/engine"
+	"mlxchat/metal/gpu"
 	"mlxchat/tensor/cpu"
 )
 
 // gpuBandwidth is implemented by GPU backends (metal/gpu.Backend).
 type gpuBandwidth interface {
 	MeasureBandwidth(bytes int) (float64, error)
+}
+
+// gpuProfiler is implemented by GPU backends that time their kernels
+// with GPU timestamps (metal/gpu.Backend on Vulkan).
+type gpuProfiler interface {
+	StartProfile(t gpu.Timing) error
+	StopProfile() (gpu.Profile, error)
 }
 
 // benchCmd prints prefill and decode speed for each --prompt-lens entry,
@@ -26,6 +36,10 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	}
 	defer closeModel()
 	info := b.Info
+	prof, profOK := b.Backend.(gpuProfiler)
+	if c.profile && !profOK {
+		return fmt.Errorf("--profile: backend %s does not time kernels on the GPU (use --backend vulkan)", info.Backend)
+	}
 	fmt.Fprintf(io_.Stdout, "model %s (%s) · backend %s · %d threads · weights read per token %s\n",
 		model, info.ModelType, info.Backend, c.threadCount(), humanBytes(info.WeightBytes))
 	s := c.settings()
@@ -72,6 +86,56 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 			fmt.Fprintln(io_.Stdout, l)
 		}
 	}
+	if c.profile {
+		if err := benchProfile(ctx, b, s, prof, c.promptLens[0], c.decode, io_.Stdout); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+	}
 	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", humanBytes(peakRSS()))
+	return nil
+}
+
+// benchProfile decodes twice more after a prompt of n tokens: once with
+// only each step's start and end timed on the GPU (launches overlap as
+// usual), then with every launch timed, and prints the decode step's GPU
+// time beside its host time and the per-kernel breakdown.
+func benchProfile(ctx context.Context, b *engine.Bundle, s engine.Settings, prof gpuProfiler, n, decode int, w io.Writer) error {
+	run := func(t gpu.Timing) (engine.BenchResult, gpu.Profile, error) {
+		if err := prof.StartProfile(t); err != nil {
+			return engine.BenchResult{}, gpu.Profile{}, err
+		}
+		r, err := engine.Bench(ctx, b, s, n, decode)
+		p, perr := prof.StopProfile()
+		if err == nil {
+			err = perr
+		}
+		return r, p, err
+	}
+	rs, ps, err := run(gpu.TimingSpan)
+	if err != nil {
+		return err
+	}
+	_, pl, err := run(gpu.TimingLaunches)
+	if err != nil {
+		return err
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Nanoseconds())/1e6) }
+	perTok := time.Duration(0)
+	if rs.DecodeTokens > 0 {
+		perTok = rs.DecodeTime / time.Duration(rs.DecodeTokens)
+	}
+	fmt.Fprintf(w, "\nGPU profile of the decode step after a %d-token prompt (%d steps timed, %d launches, %d barriers):\n", n, ps.Runs, ps.Launches, ps.Barriers)
+	fmt.Fprintf(w, "  per token: %s in all, %s in Sync (submit, GPU, read-back), GPU %s start to end\n", ms(perTok), ms(ps.Step), ms(ps.GPU))
+	fmt.Fprintf(w, "  every launch timed (timestamps serialize launches): GPU %s per token\n", ms(pl.GPU))
+	const row = "  %-24s %9s %11s %10s %7s\n"
+	fmt.Fprintf(w, row, "kernel", "launches", "us/token", "us/launch", "share")
+	for _, k := range pl.Kernels {
+		us := float64(k.Time.Nanoseconds()) / 1e3
+		share := 0.0
+		if pl.GPU > 0 {
+			share = 100 * float64(k.Time) / float64(pl.GPU)
+		}
+		fmt.Fprintf(w, row, k.Name, fmt.Sprint(k.Launches), fmt.Sprintf("%.1f", us), fmt.Sprintf("%.2f", us/float64(k.Launches)), fmt.Sprintf("%.1f%%", share))
+	}
 	return nil
 }

@@ -40,7 +40,7 @@ type config struct {
 	temp, topP, minP, repPenalty                                    float64
 	seed                                                            uint64
 	system, backend, theme, configPath, promptFile, prompt          string
-	keepSystem, noLoop, help, quiet, version, summarize             bool
+	keepSystem, noLoop, help, quiet, version, summarize, profile    bool
 	promptLens                                                      []int
 	stops                                                           []string
 	stopsFromFlags                                                  bool
@@ -115,6 +115,7 @@ func (c *config) flags() *flagSet {
 	c.bandwidthMB = 256
 	f.Int(&c.bandwidthMB, "bandwidth-mb", 1, "a positive number of MiB", "bench: buffer size of the memory-bandwidth probe (default 256)")
 	f.Int(&c.decode, "decode", 1, "a positive number of tokens", "bench: tokens to decode per prompt length")
+	f.Bool(&c.profile, "profile", "bench: afterwards decode again at the first prompt length with GPU timestamps and print where a token's GPU time goes, per kernel (GPU backends)")
 	f.Bool(&c.help, "help", "show this help")
 	f.Bool(&c.version, "version", "print the version")
 	f.specs["h"] = f.specs["help"]
@@ -295,6 +296,7 @@ var commandFlags = map[string][]string{
 	"prompt-lens":  {"bench"},
 	"decode":       {"bench"},
 	"bandwidth-mb": {"bench"},
+	"profile":      {"bench"},
 	"theme":        {"chat"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,7 +195,8 @@ func TestBench(t *testing.T) {
 
 // TestBenchGPU runs bench on the Vulkan backend (lavapipe in CI): the
 // roofline is taken against the GPU's copy bandwidth and every row gets
-// its launches and syncs per decoded token.
+// its launches and syncs per decoded token; --profile adds the decode
+// step's GPU time per kernel, whose launches add up to the step's.
 func TestBenchGPU(t *testing.T) {
 	if be, err := metal.Open("vulkan"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -205,7 +207,7 @@ func TestBenchGPU(t *testing.T) {
 		c.Close()
 	}
 	dir := tinyModel(t)
-	code, out, errOut := invoke(t, "", "bench", dir, "--backend", "vulkan", "--prompt-lens", "8", "--decode", "3", "--bandwidth-mb", "4", "--prefill-chunk-size", "8")
+	code, out, errOut := invoke(t, "", "bench", dir, "--backend", "vulkan", "--prompt-lens", "8", "--decode", "3", "--bandwidth-mb", "4", "--prefill-chunk-size", "8", "--profile")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -213,10 +215,26 @@ func TestBenchGPU(t *testing.T) {
 		`GPU memory bandwidth [0-9.]+ GB/s \(measured: copy kernel`,
 		`\n +8 +[0-9.]+ +[0-9.]+ +3 +[0-9.]+ +[0-9.]+ `,
 		`prompt 8: dispatches per token [1-9][0-9]* \([0-9]+ layers\), syncs per token 1\.00`,
+		`GPU profile of the decode step after a 8-token prompt \(3 steps timed, [1-9][0-9]* launches, [0-9]+ barriers\)`,
+		`per token: [0-9.]+ ms in all, [0-9.]+ ms in Sync \(submit, GPU, read-back\), GPU [0-9.]+ ms start to end`,
+		`\n  qmv4 [0-9]+x[0-9]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+%\n`,
+		`\n  attn +[1-9][0-9]* `,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("bench output does not match %q:\n%s", re, out)
 		}
+	}
+	launches, _ := strconv.Atoi(regexp.MustCompile(`steps timed, ([0-9]+) launches`).FindStringSubmatch(out)[1])
+	sum := 0
+	for _, m := range regexp.MustCompile(`\n  [a-z][a-z0-9]*(?: [0-9]+x[0-9]+)? +([0-9]+) +[0-9.]+ +[0-9.]+ +[0-9.]+%`).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		sum += n
+	}
+	if sum != launches {
+		t.Fatalf("profile rows count %d launches, the step has %d:\n%s", sum, launches, out)
+	}
+	if code, _, errOut := invoke(t, "", "bench", dir, "--prompt-lens", "8", "--decode", "1", "--profile"); code == 0 || !strings.Contains(errOut, "--profile: backend cpu does not time kernels on the GPU") {
+		t.Fatalf("--profile on the CPU backend: exit %d, stderr %q", code, errOut)
 	}
 }
 

@@ -97,6 +97,9 @@ type Backend struct {
 	// arrival counters fused launches keep there.
 	fusion  Fusion
 	chunkOf map[Buf]*chunk
+
+	// timing is what plans recorded now time on the GPU (profile.go).
+	timing Timing
 }
 
 // constSlot is a host tensor's upload kept across steps and the bytes it

@@ -160,3 +160,33 @@ type WeightHeap interface {
 	// recorded work reads it; it may wait for the copy).
 	WriteWeights(dst Buf, off int64, data []byte) error
 }
+
+// Timing is what a LaunchTimer measures in the plans it records.
+type Timing int
+
+// The timing modes.
+const (
+	// TimingOff records plans without timestamps.
+	TimingOff Timing = iota
+	// TimingSpan times a plan's run as a whole (start and end only), which
+	// leaves its launches as free to overlap as without timing.
+	TimingSpan
+	// TimingLaunches also times every launch: from the end of the launch
+	// before (or the plan's start) to its own end, so a launch's time
+	// includes the barrier before it. The timestamps make launches that
+	// could overlap run one after another.
+	TimingLaunches
+)
+
+// LaunchTimer is implemented by Planners that can time plans on the GPU
+// with timestamps (Vulkan timestamp queries).
+type LaunchTimer interface {
+	// SetTiming sets what plans recorded from now on measure; it fails
+	// when the device cannot time compute work.
+	SetTiming(t Timing) error
+	// Times returns the GPU nanoseconds of plan p's last run, which has
+	// finished (Flush returned), and with TimingLaunches fills launches[i]
+	// with launch i's nanoseconds. ok is false for a plan recorded with
+	// TimingOff.
+	Times(p Plan, launches []float64) (span float64, ok bool, err error)
+}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"sort"
+	"time"
 	"unsafe"
 
 	"mlxchat/metal/kernels"
@@ -56,6 +57,7 @@ type planEntry struct {
 	sigs    []sig
 	hash    uint64
 	lastUse int64
+	times   *planTimes // GPU timing (recorded while profiling), else nil
 }
 
 // maxPlans bounds the plans kept (decode, a few prefill chunk shapes).
@@ -69,6 +71,7 @@ type stepState struct {
 
 	plans []*planEntry
 	clock int64
+	ran   *planEntry // the plan this step ran (nil: none, or launch by launch)
 
 	// reused scratch of fuse: fused launches (the first nfused in use),
 	// the fused step's items and records
@@ -109,6 +112,8 @@ func (b *Backend) runStep() error {
 		return nil
 	}
 	b.stats.Flushes++
+	t0 := time.Now()
+	st.ran = nil
 	if b.fusion != FuseOff {
 		b.fuse()
 	}
@@ -121,6 +126,9 @@ func (b *Backend) runStep() error {
 	}
 	if ferr := b.drv.Flush(); ferr != nil && err == nil {
 		err = ferr
+	}
+	if err == nil && st.ran != nil && b.timing != TimingOff {
+		err = b.addTimes(st.ran, time.Since(t0))
 	}
 	if err != nil {
 		return fmt.Errorf("%s backend: running %d recorded launches: %w", b.drv.Name(), len(st.recs), err)
@@ -295,6 +303,9 @@ func (b *Backend) run() error {
 			st.plans = append(st.plans[:oldest], st.plans[oldest+1:]...)
 		}
 		pe = &planEntry{plan: plan, mem: mem, sigs: append([]sig(nil), st.sigs...), hash: h}
+		if b.timing != TimingOff {
+			pe.times = b.newPlanTimes()
+		}
 		st.plans = append(st.plans, pe)
 		b.stats.PlanRecords++
 	} else {
@@ -302,6 +313,7 @@ func (b *Backend) run() error {
 	}
 	pe.lastUse = st.clock
 	copy(pe.mem, st.pbuf)
+	st.ran = pe
 	return b.planner.RunPlan(pe.plan)
 }
 

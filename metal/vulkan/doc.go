@@ -19,6 +19,11 @@
 //	go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b
 //	MLXCHAT_E2B_DIR=/tmp/e2b go test ./metal/vulkan -run E2BDecode -v
 //	go test ./metal/vulkan -run '^$' -bench Record
+//	go run . bench /tmp/e2b --backend vulkan --prompt-lens 512 --decode 64 --profile
+//
+// --profile times the decode step with timestamp queries recorded into the
+// plan (gpu.LaunchTimer): once only its start and end, then after every
+// launch, and prints the GPU time per kernel and product shape.
 //
 // MLXCHAT_VULKAN_DEVICE=N picks the N-th physical device;
 // MLXCHAT_VULKAN_ACTIVATIONS=host|device overrides where activations live

@@ -31,6 +31,13 @@ type Driver struct {
 	uboAlign int64
 	mem      memoryProps
 
+	// timing is what plans recorded from now on time (SetTiming);
+	// tsBits and tsPeriod are the queue's valid timestamp bits and the
+	// nanoseconds per timestamp tick (tsBits 0: the queue cannot time).
+	timing   gpu.Timing
+	tsBits   uint32
+	tsPeriod float64
+
 	setLayout  uint64
 	pipeLayout uint64
 	modules    [kernels.Count]uint64
@@ -222,6 +229,7 @@ func (d *Driver) init() error {
 	if d.family == ^uint32(0) {
 		return fmt.Errorf("vulkan: %s has no compute queue", d.info.Name)
 	}
+	d.tsBits, d.tsPeriod = qf[d.family].timestampValidBits, float64(pr.limits.timestampPeriod)
 	prio := new(float32)
 	*prio = 1
 	qci := &deviceQueueCreateInfo{sType: stDeviceQueueCreateInfo, queueFamilyIndex: d.family, queueCount: 1, pQueuePriorities: p(prio)}

@@ -18,6 +18,14 @@ type vplan struct {
 	cb     uintptr
 	pool   uint64
 	params *vbuf
+	// queries holds the plan's timestamps (timing not TimingOff): one
+	// before the first launch, then one after each launch (TimingLaunches)
+	// or after the last (TimingSpan).
+	queries  uint64
+	nq       int
+	timing   gpu.Timing
+	launches int
+	ticks    []uint64
 }
 
 var _ gpu.Planner = (*Driver)(nil)
@@ -35,7 +43,7 @@ func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byt
 	for _, l := range launches {
 		maxSize = max(maxSize, (l.ParamSize+15)&^15)
 	}
-	pl := &vplan{}
+	pl := &vplan{timing: d.timing, launches: len(launches)}
 	var err error
 	// The descriptor range reaches maxSize bytes past every offset.
 	if pl.params, err = d.newVBuf(int64(paramBytes+maxSize), bufUniform, memHostVisible|memHostCoherent, memDeviceLocal, 0); err != nil {
@@ -103,8 +111,22 @@ func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byt
 	if err := vkErr("vkBeginCommandBuffer", v.BeginCommandBuffer(pl.cb, p(bi))); err != nil {
 		return fail(err)
 	}
+	if pl.timing != gpu.TimingOff {
+		pl.nq = 2
+		if pl.timing == gpu.TimingLaunches {
+			pl.nq = len(launches) + 1
+		}
+		qci := &queryPoolCreateInfo{sType: stQueryPoolCreateInfo, queryType: queryTimestamp, queryCount: uint32(pl.nq)}
+		if err := vkErr("vkCreateQueryPool", v.CreateQueryPool(d.dev, p(qci), nil, p(&pl.queries))); err != nil {
+			return fail(err)
+		}
+		v.CmdResetQueryPool(pl.cb, pl.queries, 0, uint32(pl.nq))
+	}
 	start := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite | accTransferWrite | accHostWrite, dstAccessMask: accShaderRead | accShaderWrite | accUniformRead}
 	v.CmdPipelineBarrier(pl.cb, pipeCompute|pipeTransfer|pipeHost, pipeCompute, 0, 1, p(start), 0, nil, 0, nil)
+	if pl.nq > 0 {
+		v.CmdWriteTimestamp(pl.cb, pipeBottom, pl.queries, 0)
+	}
 	mb := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accShaderRead | accShaderWrite}
 	dyn := new(uint32)
 	var last uint64
@@ -123,6 +145,12 @@ func (d *Driver) NewPlan(launches []gpu.Launch, paramBytes int) (gpu.Plan, []byt
 		*dyn = uint32(l.Params)
 		purego.SyscallN(v.rawCmdBindDescriptorSets, pl.cb, bindCompute, uintptr(d.pipeLayout), 0, 1, uintptr(p(&sets[idx[i]])), 1, uintptr(p(dyn)))
 		purego.SyscallN(v.rawCmdDispatch, pl.cb, uintptr(l.Groups[0]), uintptr(l.Groups[1]), uintptr(l.Groups[2]))
+		if pl.timing == gpu.TimingLaunches {
+			purego.SyscallN(v.rawCmdWriteTimestamp, pl.cb, pipeBottom, uintptr(pl.queries), uintptr(i+1))
+		}
+	}
+	if pl.timing == gpu.TimingSpan {
+		v.CmdWriteTimestamp(pl.cb, pipeBottom, pl.queries, 1)
 	}
 	end := &memoryBarrier{sType: stMemoryBarrier, srcAccessMask: accShaderWrite, dstAccessMask: accHostRead | accTransferRead | accShaderRead}
 	v.CmdPipelineBarrier(pl.cb, pipeCompute, pipeHost|pipeTransfer|pipeCompute, 0, 1, p(end), 0, nil, 0, nil)
@@ -177,6 +205,49 @@ func (d *Driver) ReleasePlan(pp gpu.Plan) {
 		d.release(pl.params)
 		pl.params = nil
 	}
+	if pl.queries != 0 {
+		d.v.DestroyQueryPool(d.dev, pl.queries, nil)
+		pl.queries = 0
+	}
+}
+
+var _ gpu.LaunchTimer = (*Driver)(nil)
+
+// SetTiming sets what plans recorded from now on time with GPU
+// timestamps; it fails when the compute queue has no timestamps.
+func (d *Driver) SetTiming(t gpu.Timing) error {
+	if t != gpu.TimingOff && (d.tsBits == 0 || d.tsPeriod <= 0) {
+		return fmt.Errorf("vulkan: %s cannot time compute work (its queue has no timestamps)", d.info.Name)
+	}
+	d.timing = t
+	return nil
+}
+
+// Times reads the timestamps of a plan's last run, which has finished
+// (see gpu.LaunchTimer).
+func (d *Driver) Times(pp gpu.Plan, launches []float64) (float64, bool, error) {
+	pl, ok := pp.(*vplan)
+	if !ok || pl.nq == 0 {
+		return 0, false, nil
+	}
+	if cap(pl.ticks) < pl.nq {
+		pl.ticks = make([]uint64, pl.nq)
+	}
+	t := pl.ticks[:pl.nq]
+	if err := vkErr("vkGetQueryPoolResults", d.v.GetQueryPoolResults(d.dev, pl.queries, 0, uint32(pl.nq), uintptr(8*pl.nq), p(&t[0]), 8, queryResult64|queryWait)); err != nil {
+		return 0, false, err
+	}
+	mask := ^uint64(0)
+	if d.tsBits < 64 {
+		mask = 1<<d.tsBits - 1
+	}
+	ns := func(a, b uint64) float64 { return float64((b-a)&mask) * d.tsPeriod }
+	if pl.timing == gpu.TimingLaunches {
+		for i := 0; i < pl.launches && i < len(launches); i++ {
+			launches[i] = ns(t[i], t[i+1])
+		}
+	}
+	return ns(t[0], t[pl.nq-1]), true, nil
 }
 
 // Copy records the copies into a one-time command buffer, between barriers

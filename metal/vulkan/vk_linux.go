@@ -24,6 +24,7 @@ const (
 	stSubmitInfo             = 4
 	stMemoryAllocateInfo     = 5
 	stFenceCreateInfo        = 8
+	stQueryPoolCreateInfo    = 11
 	stBufferCreateInfo       = 12
 	stShaderModuleCreateInfo = 16
 	stPipelineShaderStage    = 18
@@ -60,6 +61,7 @@ const (
 	bindCompute = 1
 
 	pipeTop      = 0x1
+	pipeBottom   = 0x2000
 	pipeCompute  = 0x800
 	pipeTransfer = 0x1000
 	pipeHost     = 0x4000
@@ -76,6 +78,10 @@ const (
 	oneTimeSubmit          = 0x1
 
 	apiVersion11 = 1<<22 | 1<<12
+
+	queryTimestamp = 2
+	queryResult64  = 0x1
+	queryWait      = 0x2
 )
 
 type applicationInfo struct {
@@ -128,6 +134,9 @@ type limitsHead struct {
 	minTexelBufferOffsetAlignment                                                             uint64
 	minUniformBufferOffsetAlignment                                                           uint64
 	minStorageBufferOffsetAlignment                                                           uint64
+	texelAndFramebuffer                                                                       [21]uint32 // minTexelOffset .. maxSampleMaskWords
+	timestampComputeAndGraphics                                                               uint32
+	timestampPeriod                                                                           float32
 }
 
 // physProps is the head of VkPhysicalDeviceProperties; it is read into a
@@ -348,6 +357,15 @@ type submitInfo struct {
 	pSignalSemaphores    unsafe.Pointer
 }
 
+type queryPoolCreateInfo struct {
+	sType              uint32
+	pNext              unsafe.Pointer
+	flags              uint32
+	queryType          uint32
+	queryCount         uint32
+	pipelineStatistics uint32
+}
+
 type fenceCreateInfo struct {
 	sType uint32
 	pNext unsafe.Pointer
@@ -364,6 +382,7 @@ type vk struct {
 
 	rawAllocateDescriptorSets, rawUpdateDescriptorSets, rawCmdBindPipeline uintptr
 	rawCmdBindDescriptorSets, rawCmdDispatch, rawCmdPipelineBarrier        uintptr
+	rawCmdWriteTimestamp                                                   uintptr
 
 	CreateInstance                         func(ci, alloc, out p) int32
 	DestroyInstance                        func(inst uintptr, alloc p)
@@ -415,6 +434,11 @@ type vk struct {
 	DestroyFence                           func(dev uintptr, f uint64, alloc p)
 	WaitForFences                          func(dev uintptr, n uint32, fences p, all uint32, timeout uint64) int32
 	ResetFences                            func(dev uintptr, n uint32, fences p) int32
+	CreateQueryPool                        func(dev uintptr, ci, alloc, out p) int32
+	DestroyQueryPool                       func(dev uintptr, pool uint64, alloc p)
+	CmdResetQueryPool                      func(cb uintptr, pool uint64, first, n uint32)
+	CmdWriteTimestamp                      func(cb uintptr, stage uint32, pool uint64, query uint32)
+	GetQueryPoolResults                    func(dev uintptr, pool uint64, first, n uint32, size uintptr, data p, stride uint64, flags uint32) int32
 }
 
 // loadVK opens the Vulkan loader and resolves every entry point.
@@ -485,6 +509,11 @@ func loadVK() (*vk, error) {
 		{&v.DestroyFence, "vkDestroyFence"},
 		{&v.WaitForFences, "vkWaitForFences"},
 		{&v.ResetFences, "vkResetFences"},
+		{&v.CreateQueryPool, "vkCreateQueryPool"},
+		{&v.DestroyQueryPool, "vkDestroyQueryPool"},
+		{&v.CmdResetQueryPool, "vkCmdResetQueryPool"},
+		{&v.CmdWriteTimestamp, "vkCmdWriteTimestamp"},
+		{&v.GetQueryPoolResults, "vkGetQueryPoolResults"},
 	}
 	for _, f := range fns {
 		sym, err := purego.Dlsym(lib, f.name)
@@ -505,6 +534,8 @@ func loadVK() (*vk, error) {
 			v.rawCmdDispatch = sym
 		case "vkCmdPipelineBarrier":
 			v.rawCmdPipelineBarrier = sym
+		case "vkCmdWriteTimestamp":
+			v.rawCmdWriteTimestamp = sym
 		}
 	}
 	return v, nil
