@@ -218,7 +218,7 @@ func TestBenchGPU(t *testing.T) {
 		`GPU profile of the decode step after a 8-token prompt \(3 steps timed, [1-9][0-9]* launches, [0-9]+ barriers\)`,
 		`per token: [0-9.]+ ms in all, [0-9.]+ ms in Sync \(submit, GPU, read-back\), GPU [0-9.]+ ms start to end`,
 		`\n  qmv4 [0-9]+x[0-9]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+%\n`,
-		`\n  attn +[1-9][0-9]* `,
+		`\n  attnd? +[1-9][0-9]* `,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Fatalf("bench output does not match %q:\n%s", re, out)

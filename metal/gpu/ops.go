@@ -453,6 +453,25 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	args[6] = args[5] // declared by the kernel; written only when split
 	words := []uint32{uint32(nq), uint32(nk), uint32(hq), uint32(hkv), uint32(d),
 		uint32(mask.QueryStart), uint32(mask.Window), uint32(len(spans) / 8), f32w(scale), 0}
+	if g := hq / hkv; nq*hq < 256 && g <= attnDMaxGroup && g*d <= attnDMaxQ {
+		// Decode-sized: the query heads of a KV head share its rows, and
+		// short key splits give the GPU enough workgroups.
+		kps, splits := attnDSplit(nk)
+		if splits <= 1 {
+			return b.launch(kernels.AttnD, &args, words, [3]int{hkv, nq, 1})
+		}
+		part, err := b.scratch(nq * hq * splits * (d + 2))
+		if err != nil {
+			return err
+		}
+		args[6] = part
+		words[9] = uint32(kps)
+		if err := b.launch(kernels.AttnD, &args, words, [3]int{hkv, nq, splits}); err != nil {
+			return err
+		}
+		margs := [8]arg{1: part, 2: out(dst)}
+		return b.launch(kernels.AttnMerge, &margs, []uint32{uint32(hq), uint32(d), uint32(splits)}, [3]int{hq, nq, 1})
+	}
 	kps, splits := attnSplit(nq, hq, nk)
 	if splits <= 1 {
 		return b.launch(kernels.Attn, &args, words, [3]int{hq, nq, 1})
@@ -468,6 +487,24 @@ func (b *Backend) attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	margs := [8]arg{1: part, 2: out(dst)}
 	return b.launch(kernels.AttnMerge, &margs, []uint32{uint32(hq), uint32(d), uint32(splits)}, [3]int{hq, nq, 1})
+}
+
+// Limits of the attnd kernel (src/attnd.comp): query heads per KV head
+// (MAXG) and their query values together (MAXQ).
+const (
+	attnDMaxGroup = 8
+	attnDMaxQ     = 2048
+)
+
+// attnDSplit cuts nk keys into splits for attnd: 32 keys each (the
+// kernel's chunk) up to 128 splits, longer splits (whole chunks) beyond.
+func attnDSplit(nk int) (kps, splits int) {
+	const chunk, maxSplits = 32, 128
+	if nk <= chunk {
+		return 0, 1
+	}
+	kps = (nk + chunk*maxSplits - 1) / (chunk * maxSplits) * chunk
+	return kps, (nk + kps - 1) / kps
 }
 
 // attnSplit chooses how to split the keys of a decode-sized attention over

@@ -28,6 +28,7 @@ variants=(
   "qmvt4 fused.comp -DBITS=4"
   "qmvt8 fused.comp -DBITS=8"
   "vchain fused.comp -DBITS=0"
+  "attnd attnd.comp"
 )
 for v in "${variants[@]}"; do
   read -r name src defs <<<"$v"

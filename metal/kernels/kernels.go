@@ -38,6 +38,7 @@ const (
 	QMVT4               // fused decode launch: 4-bit matrix-vector segments, then a tail of small ops
 	QMVT8               // fused decode launch: 8-bit matrix-vector segments, then a tail of small ops
 	VChain              // fused decode launch: a tail of small ops in one workgroup
+	AttnD               // decode attention: query heads of one KV head together, keys in many splits
 	Count               // number of kernels
 )
 
@@ -84,6 +85,7 @@ var table = [Count]Kernel{
 	QMVT4:     {Name: "qmvt4", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},
 	QMVT8:     {Name: "qmvt8", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},
 	VChain:    {Name: "vchain", Local: 256, Bindings: []int{1, 3, 4, 5, 6, 7}, Params: 8, Program: true},
+	AttnD:     {Name: "attnd", Local: 128, Bindings: []int{1, 2, 3, 4, 5, 6}, Params: 10},
 }
 
 // Layout of the fused kernels' parameter block after the header: 8
