@@ -52,9 +52,11 @@
 // logits.) The tests hold every level to float32 error against float64
 // arithmetic on independently dequantized weights, with outliers in x
 // (quant_ref_test.go). Prefill (n >= 4) keeps x in float32. From 16 x
-// rows on, AVX-512 and AVX2 alike (matmulPanels) dequantize tiles of
-// weights that fit in L2 to float32 (w = s·q + b, one rounding) and
-// multiply them by FMA with x transposed once into panels of 16 rows, so
+// rows on, AVX-512 and AVX2 alike (matmulPanels) dequantize blocks of
+// weight rows to float32 one slice of the inner dimension at a time (w =
+// s·q + b, one rounding; the panels' parts of a slice stay in L2 for a
+// span of several hundred rows) and multiply them by FMA with x
+// transposed once into panels of 16 rows, so
 // a register block broadcasts each weight over whole panels (no
 // horizontal sums): 12 weight rows by two panels on AVX-512
 // (sgemm12x32), 6 by one on AVX2 (sgemm6x16AVX, 12 of the 16 ymm

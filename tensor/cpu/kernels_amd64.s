@@ -1233,8 +1233,12 @@ TEXT ·sgemm6x16AVX(SB), NOSPLIT, $0-64
 	SHRQ   $1, CX
 	JZ     store
 
+	// The panel is read once per call from L2; prefetching 1 KiB ahead
+	// sped the 8192-wide down projection up by ~1.2x (thread CPU time).
 loop:
+	PREFETCHT0 1024(SI)
 	G6(0, 0)
+	PREFETCHT0 1088(SI)
 	G6(64, 4)
 	ADDQ $128, SI
 	ADDQ $8, DI
