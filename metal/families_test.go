@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"mlxchat/kvcache"
 	"mlxchat/models"
 	"mlxchat/models/familytest"
 	"mlxchat/tensor"
@@ -54,54 +53,7 @@ func TestFamiliesGoldenMetal(t *testing.T) {
 			if cl, ok := m.(io.Closer); ok {
 				t.Cleanup(func() { cl.Close() })
 			}
-			checkRows(t, m, familytest.Read(t, path), kvcache.DefaultOptions(), 16)
-			if tc.trim {
-				gt := familytest.Read(t, filepath.Join(dir, "golden_trim.safetensors"))
-				opts := kvcache.DefaultOptions()
-				opts.MaxKV, opts.Sink = gt.MaxKV, gt.Sink
-				checkRows(t, m, gt, opts, gt.Chunk)
-			}
+			familytest.CheckFixture(t, m, dir, 16, tc.trim)
 		})
 	}
-}
-
-// checkRows prefills g's prompt in chunks and decodes the rest one golden
-// token at a time, comparing every row's logits with g's.
-func checkRows(t *testing.T, m models.Model, g *familytest.Golden, opts kvcache.Options, chunk int) {
-	t.Helper()
-	tol := familytest.Tolerance * g.Scale()
-	c, err := m.NewCache(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worst := 0.0
-	check := func(pos int, row []float32) {
-		d := familytest.MaxDiff(row, g.Row(pos))
-		worst = max(worst, d)
-		if d > tol {
-			t.Errorf("position %d: max |Δ| %.3g > %.3g", pos, d, tol)
-		}
-	}
-	P, V := g.PromptLen, g.Vocab
-	for lo := 0; lo < P; lo += chunk {
-		hi := min(lo+chunk, P)
-		lg, err := m.Forward(c, g.Tokens[lo:hi], false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := lo; r < hi; r++ {
-			check(r, lg.F32()[(r-lo)*V:(r-lo+1)*V])
-		}
-	}
-	for pos := P; pos < len(g.Tokens); pos++ {
-		lg, err := m.Forward(c, g.Tokens[pos:pos+1], true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(pos, lg.F32())
-	}
-	if st := c.Stats(); opts.MaxKV > 0 && st.Trimmed == 0 {
-		t.Errorf("max-kv %d trimmed nothing", opts.MaxKV)
-	}
-	t.Logf("%d rows (max-kv %d, chunk %d): max |Δ| %.3g = %.2g of max |logit|", len(g.Tokens), opts.MaxKV, chunk, worst, worst/g.Scale())
 }

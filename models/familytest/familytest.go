@@ -76,16 +76,10 @@ func Need(t testing.TB, path string) {
 	}
 }
 
-// Read loads a golden file, failing the test when it is missing.
-func Read(t testing.TB, path string) *Golden {
+// Tensors returns every tensor of an open safetensors file as float32
+// values, and their shapes, by name.
+func Tensors(t testing.TB, f *checkpoint.SafetensorsFile) (map[string][]float32, map[string][]int) {
 	t.Helper()
-	Need(t, path)
-	f, err := checkpoint.OpenSafetensors(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	g := &Golden{Path: path}
 	vals := map[string][]float32{}
 	shapes := map[string][]int{}
 	for _, info := range f.Tensors {
@@ -102,6 +96,20 @@ func Read(t testing.TB, path string) *Golden {
 		}
 		shapes[info.Name] = info.Shape
 	}
+	return vals, shapes
+}
+
+// Read loads a golden file, failing the test when it is missing.
+func Read(t testing.TB, path string) *Golden {
+	t.Helper()
+	Need(t, path)
+	f, err := checkpoint.OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := &Golden{Path: path}
+	vals, shapes := Tensors(t, f)
 	for _, v := range vals["tokens"] {
 		g.Tokens = append(g.Tokens, int32(v))
 	}

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"mlxchat/kvcache"
 	"mlxchat/models/blocks"
+	"mlxchat/models/checkpoint"
 	"mlxchat/tensor"
 )
 
@@ -61,4 +63,121 @@ func Loads[M Model](load func(string, tensor.Backend) (M, error), be tensor.Back
 		}
 		return err
 	}
+}
+
+// CheckChunkedDecode compares m with a golden file in the layout of Gemma
+// 3n's make_golden.py (tokens, prompt_len, logits one row per token,
+// decode_logits: the cached prefill's last row, then one cached step
+// each): prefill in chunks of chunk tokens gives every row, and a cached
+// decode fed the golden tokens gives the decode rows, each held to tol
+// relative to the largest golden logit. It is how the GPU backends run
+// those fixtures.
+func CheckChunkedDecode(t *testing.T, m LM, path string, chunk int, tol float64) {
+	t.Helper()
+	Need(t, path)
+	f, err := checkpoint.OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := Tensors(t, f)
+	f.Close()
+	ids := make([]int32, len(vals["tokens"]))
+	for i, v := range vals["tokens"] {
+		ids[i] = int32(v)
+	}
+	if len(vals["prompt_len"]) != 1 || len(ids) == 0 {
+		t.Fatalf("%s: no tokens or prompt_len", path)
+	}
+	P, vocab := int(vals["prompt_len"][0]), m.Config().VocabSize
+	want, dec := vals["logits"], vals["decode_logits"]
+	steps := len(dec) / max(vocab, 1)
+	if len(want) != len(ids)*vocab || steps == 0 || len(dec) != steps*vocab {
+		t.Fatalf("%s: %d logits and %d decode logits for %d tokens of vocabulary %d", path, len(want), len(dec), len(ids), vocab)
+	}
+	abs := tol * MaxAbs(want)
+	got, _ := Prefill(t, m, kvcache.DefaultOptions(), ids, chunk)
+	if d := MaxDiff(got, want); d > abs {
+		t.Errorf("prefill in chunks of %d: max |Δ| %.3g > %.3g", chunk, d, abs)
+	} else {
+		t.Logf("prefill in chunks of %d: max |Δ| %.3g (tolerance %.3g)", chunk, d, abs)
+	}
+	c, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	lg, err := m.Forward(c, ids[:P], true)
+	for step := 0; err == nil && step < steps; step++ {
+		d := MaxDiff(lg.F32(), dec[step*vocab:(step+1)*vocab])
+		worst = max(worst, d)
+		if d > abs {
+			t.Errorf("decode step %d: max |Δ| %.3g > %.3g", step, d, abs)
+		}
+		if P+step+1 > len(ids) {
+			break
+		}
+		lg, err = m.Forward(c, ids[P+step:P+step+1], true)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d decode steps: max |Δ| %.3g (tolerance %.3g)", steps, worst, abs)
+}
+
+// CheckFixture runs a family fixture folder's golden.safetensors through
+// CheckRows in prefill chunks of chunk tokens and, when trim is set, its
+// golden_trim.safetensors with the cap, sink and chunk that file names:
+// how the GPU backends run every family's fixtures.
+func CheckFixture(t *testing.T, m LM, dir string, chunk int, trim bool) {
+	t.Helper()
+	CheckRows(t, m, Read(t, filepath.Join(dir, "golden.safetensors")), kvcache.DefaultOptions(), chunk)
+	if trim {
+		gt := Read(t, filepath.Join(dir, "golden_trim.safetensors"))
+		opts := kvcache.DefaultOptions()
+		opts.MaxKV, opts.Sink = gt.MaxKV, gt.Sink
+		CheckRows(t, m, gt, opts, gt.Chunk)
+	}
+}
+
+// CheckRows prefills g's prompt in chunks of chunk tokens into a cache with
+// opts and decodes the rest one golden token at a time, holding every
+// row's logits to Tolerance of g's; a capped cache must have trimmed.
+func CheckRows(t *testing.T, m LM, g *Golden, opts kvcache.Options, chunk int) {
+	t.Helper()
+	tol := Tolerance * g.Scale()
+	c, err := m.NewCache(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	check := func(pos int, row []float32) {
+		d := MaxDiff(row, g.Row(pos))
+		worst = max(worst, d)
+		if d > tol {
+			t.Errorf("position %d: max |Δ| %.3g > %.3g", pos, d, tol)
+		}
+	}
+	P, V := g.PromptLen, g.Vocab
+	for lo := 0; lo < P; lo += chunk {
+		hi := min(lo+chunk, P)
+		lg, err := m.Forward(c, g.Tokens[lo:hi], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := lo; r < hi; r++ {
+			check(r, lg.F32()[(r-lo)*V:(r-lo+1)*V])
+		}
+	}
+	for pos := P; pos < len(g.Tokens); pos++ {
+		lg, err := m.Forward(c, g.Tokens[pos:pos+1], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(pos, lg.F32())
+	}
+	st := c.Stats()
+	if opts.MaxKV > 0 && st.Trimmed == 0 {
+		t.Errorf("max-kv %d trimmed nothing", opts.MaxKV)
+	}
+	t.Logf("%d rows (max-kv %d, chunk %d, %d trimmed): max |Δ| %.3g = %.2g of max |logit|", len(g.Tokens), opts.MaxKV, chunk, st.Trimmed, worst, worst/g.Scale())
 }

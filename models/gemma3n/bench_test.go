@@ -1,7 +1,6 @@
 package gemma3n
 
 import (
-	"mlxchat/models/familytest"
 	"os"
 	"runtime"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"mlxchat/kvcache"
+	"mlxchat/models/familytest"
 	"mlxchat/tensor/cpu"
 )
 

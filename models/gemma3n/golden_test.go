@@ -41,22 +41,7 @@ func readGolden(t *testing.T, dir string) *golden {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	vals := map[string][]float32{}
-	shapes := map[string][]int{}
-	for _, info := range f.Tensors {
-		data, err := f.Data(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := tensor.FromBytes(info.DType, info.Shape, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if vals[info.Name], err = x.ToF32(); err != nil {
-			t.Fatal(err)
-		}
-		shapes[info.Name] = info.Shape
-	}
+	vals, shapes := familytest.Tensors(t, f)
 	g := &golden{
 		promptLen:    int(vals["prompt_len"][0]),
 		logits:       vals["logits"],
