@@ -84,7 +84,9 @@
 // sequential streams, not two interleaved in one page) that share each
 // load of x's limbs; codes are widened to words (VPMOVZXBW, 4 bits masked
 // and shifted) and VPMADDWD forms the integer dots (kernels_amd64.s,
-// q4h*/q8h*).
+// q4h*/q8h*). The q4h*b/q8h*b forms read bfloat16 scales and biases in
+// place (rows of a multiple of 8 groups) instead of a float32 copy made
+// per tile; bit-identical (TestDecodeBF16ScalesInPlace).
 //
 // Figures. Each block names the command that measured it; timings are
 // best-of because the machines are shared, and only ratios measured in

@@ -200,6 +200,45 @@ GLOBL lo15<>(SB), RODATA|NOPTR, $4
 	HSUM(Y4, X4, X5); \
 	VMOVSS X4, (R12)
 
+// BF16 forms of the scale, bias and next-row steps, for the kernels with
+// a "b" suffix: scales and biases are read straight from the checkpoint's
+// bfloat16 rows (groups values a row, a multiple of 8, no padding) and
+// widened in registers (a bfloat16 is the top half of a float32), instead
+// of being converted to a float32 copy before every tile; the arithmetic
+// is the same, so the results are bit-identical.
+#define HSCALE2B \
+	VCVTDQ2PS Y0, Y0; VCVTDQ2PS Y1, Y1; VPBROADCASTW (SI)(CX*2), Y12; VPSLLD $16, Y12, Y12; \
+	VFMADD231PS Y12, Y0, Y4; VFMADD231PS Y12, Y1, Y5; \
+	VCVTDQ2PS Y2, Y2; VCVTDQ2PS Y3, Y3; VPBROADCASTW (DX)(CX*2), Y13; VPSLLD $16, Y13, Y13; \
+	VFMADD231PS Y13, Y2, Y6; VFMADD231PS Y13, Y3, Y7
+#define HSCALE1B \
+	VCVTDQ2PS Y0, Y0; VCVTDQ2PS Y1, Y1; VPBROADCASTW (SI)(CX*2), Y12; VPSLLD $16, Y12, Y12; \
+	VFMADD231PS Y12, Y0, Y4; VFMADD231PS Y12, Y1, Y5
+#define HBIAS2B \
+	VMOVUPS (R9)(CX*4), Y13; \
+	VPMOVZXWD (R8)(CX*2), Y12; VPSLLD $16, Y12, Y12; VFMADD231PS Y12, Y13, Y4; \
+	VPMOVZXWD (R11)(CX*2), Y12; VPSLLD $16, Y12, Y12; VFMADD231PS Y12, Y13, Y6; \
+	ADDQ $8, CX; \
+	CMPQ CX, R13
+#define HBIAS1B \
+	VMOVUPS (R9)(CX*4), Y13; \
+	VPMOVZXWD (R8)(CX*2), Y12; VPSLLD $16, Y12, Y12; VFMADD231PS Y12, Y13, Y4; \
+	ADDQ $8, CX; \
+	CMPQ CX, R13
+#define HSTORE2B \
+	VHADDPS Y6, Y4, Y4; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	VHADDPS X4, X4, X4; \
+	MOVQ pd+112(FP), R9; \
+	VMOVSS X4, (R12); \
+	VEXTRACTPS $1, X4, (R12)(R9*1); \
+	ADDQ $4, R12; \
+	ADDQ R14, DI; \
+	LEAQ (SI)(R13*2), SI; \
+	LEAQ (R8)(R13*2), R8; \
+	SUBQ $2, rows+48(FP)
+
 // Tail of the 4-row kernels, in three parts around the bias loop label:
 // add Σ_g b_g·xs[r][g] to Y8..Y11, reduce, store the four results and
 // advance to the next output row.
@@ -1268,5 +1307,309 @@ plain:
 	C6ST(Y6, Y7)
 	C6ST(Y8, Y9)
 	C6ST(Y10, Y11)
+	VZEROUPPER
+	RET
+
+// func q4h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h32b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P4F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(16, 128)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(16, 128)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
+	VZEROUPPER
+	RET
+
+// func q4h64b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h64b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P4F(0, 0)
+	P4N(16, 128)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(32, 256)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	S4N(16, 128)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(32, 256)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
+	VZEROUPPER
+	RET
+
+// func q4h128b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q4h128b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P4F(0, 0)
+	P4N(16, 128)
+	P4N(32, 256)
+	P4N(48, 384)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(64, 512)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S4F(0, 0)
+	S4N(16, 128)
+	S4N(32, 256)
+	S4N(48, 384)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(64, 512)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
+	VZEROUPPER
+	RET
+
+// func q8h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h32b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P8F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(32, 128)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(32, 128)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
+	VZEROUPPER
+	RET
+
+// func q8h64b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h64b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P8F(0, 0)
+	P8N(32, 128)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(64, 256)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	S8N(32, 128)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(64, 256)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
+	VZEROUPPER
+	RET
+
+// func q8h128b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+TEXT ·q8h128b(SB), NOSPLIT, $0-120
+	HENTRY
+	CMPQ rows+48(FP), $2
+	JLT  one
+
+pair:
+	HSTART2
+
+group2:
+	P8F(0, 0)
+	P8N(32, 128)
+	P8N(64, 256)
+	P8N(96, 384)
+	PREFETCHT0 (AX)(R9*1)
+	PREFETCHT0 (R11)(R9*1)
+	HSCALE2B
+	HNEXT(128, 512)
+	JLT group2
+	HEND2
+
+bias2:
+	HBIAS2B
+	JLT bias2
+	HSTORE2B
+	CMPQ rows+48(FP), $2
+	JGE  pair
+	HSKIP
+
+one:
+	CMPQ rows+48(FP), $0
+	JEQ  done
+	HSTART1
+
+group1:
+	S8F(0, 0)
+	S8N(32, 128)
+	S8N(64, 256)
+	S8N(96, 384)
+	PREFETCHT0 (AX)(R9*1)
+	HSCALE1B
+	HNEXT(128, 512)
+	JLT group1
+	HEND1
+
+bias1:
+	HBIAS1B
+	JLT bias1
+	HSTORE1
+
+done:
 	VZEROUPPER
 	RET

@@ -109,3 +109,49 @@ func checkProduct(t *testing.T, what string, got []float32, want, mag []float64)
 		}
 	}
 }
+
+// TestDecodeBF16ScalesInPlace holds the decode kernels that read
+// bfloat16 scales and biases in place to the float32 path they replace:
+// the same matrix with its scales and biases widened to F32 tensors
+// beforehand (which takes the converting path) must give bit-identical
+// products, for 1-3 x rows, both widths and every group size, with odd
+// row counts (pairs plus a lone row) and several tiles and workers.
+func TestDecodeBF16ScalesInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	widen := func(src *tensor.Tensor) *tensor.Tensor {
+		dst := tensor.New(tensor.F32, src.Shape...)
+		for i, v := range src.U16() {
+			dst.F32()[i] = tensor.BF16ToF32(v)
+		}
+		return dst
+	}
+	for _, th := range []int{1, 3} {
+		be := New(th)
+		defer be.Close()
+		for _, c := range []struct{ n, in, out, bits, gs int }{
+			{1, 2048, 301, 4, 64}, {2, 1024, 77, 4, 32}, {3, 4096, 45, 4, 128},
+			{1, 512, 1031, 8, 32}, {2, 2048, 67, 8, 64}, {1, 8192, 33, 8, 128},
+		} {
+			m, err := tensor.QuantizeAffine(randF32(rng, c.out*c.in, 0.05), c.out, c.in, c.bits, c.gs, tensor.BF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mf := *m
+			mf.Scales, mf.Biases = widen(m.Scales), widen(m.Biases)
+			x := mustT(t, testX(rng, c.n, c.in), c.n, c.in)
+			got, want := be.Alloc(c.n, c.out), be.Alloc(c.n, c.out)
+			if err := be.MatMul(got, x, m); err != nil {
+				t.Fatal(err)
+			}
+			if err := be.MatMul(want, x, &mf); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got.F32() {
+				if v != want.F32()[i] {
+					t.Fatalf("threads=%d n=%d in=%d out=%d q%d g%d: element %d is %v with bf16 scales in place, %v with them widened first",
+						th, c.n, c.in, c.out, c.bits, c.gs, i, v, want.F32()[i])
+				}
+			}
+		}
+	}
+}

@@ -87,6 +87,49 @@ func cvtBF16AVX(dst *float32, src *uint16, n int)
 //go:noescape
 func cvtF16AVX(dst *float32, src *uint16, n int)
 
+//go:noescape
+func q4h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+//go:noescape
+func q4h64b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+//go:noescape
+func q4h128b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+//go:noescape
+func q8h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+//go:noescape
+func q8h64b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+//go:noescape
+func q8h128b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
+
+// splitBF16 says whether qmatSplitBF16SIMD exists here.
+const splitBF16 = true
+
+// qmatSplitBF16SIMD is qmatSplitSIMD with bfloat16 scale and bias rows
+// read in place (groups a multiple of 8, gpad == groups; ps in bytes of
+// those rows): the same arithmetic, bit for bit.
+func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
+	switch {
+	case bits == 4 && gs == 32:
+		q4h32b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	case bits == 4 && gs == 64:
+		q4h64b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	case bits == 4 && gs == 128:
+		q4h128b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	case bits == 8 && gs == 32:
+		q8h32b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	case bits == 8 && gs == 64:
+		q8h64b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	case bits == 8 && gs == 128:
+		q8h128b(w, s, b, xq, xs, dst, rows, groups, gpad, wstride, sx, pf, pw, ps, pd)
+	default:
+		panic("cpu: no two-level kernel for this bits/group size") // callers check first
+	}
+}
+
 // qmatSplitSIMD runs the two-level single-row kernel for bits and group
 // size gs.
 func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {

@@ -259,3 +259,10 @@ func geluSIMD(dst, src []float32) {
 
 // matmulPanelsAVX2 exists on amd64 only; here it takes no call.
 func (b *Backend) matmulPanelsAVX2(dst, x []float32, n int, w *tensor.Matrix) bool { return false }
+
+// splitBF16 says whether qmatSplitBF16SIMD exists here (amd64 only).
+const splitBF16 = false
+
+func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
+	panic("cpu: qmatSplitBF16SIMD called where splitBF16 is false")
+}
