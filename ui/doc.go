@@ -43,7 +43,7 @@
 // /summarize), gives it a state dir that is a file,
 // read-only or full (tmpfs mounts through unshare -rm, since root ignores
 // permission bits), kills it with -9 during saves, starts two chats in the
-// same second, and pastes 10 MB, invalid UTF-8, resizes to 1x1, spams /kv
+// same second, and pastes 10 MiB, invalid UTF-8, resizes to 1x1, spams /kv
 // during decode and /loads a device and a FIFO; every case wants no hang,
 // no panic, and nothing typed or streamed lost. Without tmux (or user
 // namespaces, for the mounts) these skip, except under CI=true, where they
@@ -85,17 +85,20 @@
 // a rule, the input editor, a notice line (errors, confirmations,
 // completions or key hints) and the status line:
 //
-//	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GB
+//	kv ▕██████████▏ 1024/1024 live · 2631 seen · 1607 trimmed · swa 512 │ decode 23.4 tok/s │ mem 1.5 GiB
 //
 // The bar is live/max KV keys in eighths of a cell; with /kv off the max
 // is the model's context length (the engine trims there too), "∞" only
 // when the model gives none.
-// Pinned tokens ("· 120 pinned") and the cache's memory ("· KV 1.2 MB",
+// Pinned tokens ("· 120 pinned") and the cache's memory ("· KV 1.2 MiB",
 // "(8-bit)" when /kv bits 8) follow when there are any. A Trim
 // event flashes the bar and shows "✂ N" for a moment: N is how much the
 // meter's trimmed count grew since the flash began, so the two agree. During prefill the
 // second segment is "prefill 3/6 chunks · 412 tok/s" (from "prefill 0/6
-// chunks" as soon as the engine has tokenized the prompt).
+// chunks" as soon as the engine has tokenized the prompt; before that, for
+// a text of 256 KiB or more, "prefill · tokenizing 10.0 MiB…" from the
+// moment it is sent, and "summarize · tokenizing …" for a /summarize).
+// Sizes are in binary units everywhere (B, KiB, MiB, GiB).
 //
 // Streaming: engine events are read in batches; tokens only append to the
 // answer, and a 30 fps tick re-renders the answer, reusing the rendering of
@@ -117,11 +120,11 @@
 // (the first one also stops a running answer).
 //
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
-// shown in the editor as one block "[pasted: 2,631 tokens, 11 KB]" (the count
+// shown in the editor as one block "[pasted: 2,631 tokens, 11 KiB]" (the count
 // is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E
 // expands the blocks into editable text. A paste the editor cannot hold
-// exactly (tabs, control characters) is collapsed however short. From 256 KB on the tokens are
-// counted off the UI goroutine: the block reads "[pasted: 10.0 MB,
+// exactly (tabs, control characters) is collapsed however short. From 256 KiB on the tokens are
+// counted off the UI goroutine: the block reads "[pasted: 10.0 MiB,
 // counting tokens…]" and the notice line shows the progress until the
 // count replaces it (Enter sends meanwhile).
 //
@@ -136,7 +139,7 @@
 // and the notice gives the numbers, e.g. "paste 35,120 tokens > live
 // window 4,096: the model would see only the last 3,900. Enter sends
 // anyway · /summarize summarizes it in pieces · /kv 40000 raises the cap
-// (≈ 1.2 GB of KV)" (the KV memory of the suggested cap from the model's
+// (≈ 1.2 GiB of KV)" (the KV memory of the suggested cap from the model's
 // real cache layout; no /kv when the window is already the model's
 // context: "live window 2,048 (the model's context)"). Enter on the
 // empty editor sends it anyway; Esc puts it back into the editor; a
@@ -178,7 +181,7 @@
 // /kv bits 8 and /kv bits 16 set engine.Settings.KVBits: 8 stores the
 // cache as int8 with a scale per token and head (about a quarter of the
 // memory). The change empties the cache, so the next answer prefills the
-// conversation again. The meter shows the cache's memory, "KV 60.0 MB",
+// conversation again. The meter shows the cache's memory, "KV 60.0 MiB",
 // with "(8-bit)" when it stores 8 bits.
 //
 // # Summarize
@@ -204,13 +207,13 @@
 //
 // /read PATH attaches a text file to the message being written: it is
 // read off the UI goroutine and appears in the editor as one collapsed
-// block, "[file notes.md: 2,631 tokens, 11 KB]", sent and saved like a
+// block, "[file notes.md: 2,631 tokens, 11 KiB]", sent and saved like a
 // paste. A word "@PATH" in a message does the same when the message is
 // sent: each @word naming a file is read (off the UI goroutine) and
 // replaced by its block, then the message goes on (through the fit
 // check); an @word that is no file stays text ("@alice"), unless it looks
 // like a path (a "/", or a leading "~" or "."), which must exist; "@@"
-// writes a literal "@". Only a regular file of at most 32 MB that is UTF-8
+// writes a literal "@". Only a regular file of at most 32 MiB that is UTF-8
 // text without NUL bytes is attached (a BOM is dropped, CRLF made LF); a
 // binary, invalid, empty, huge, missing or unreadable file, a directory or
 // a FIFO gets one error line naming it, and nothing is sent.
@@ -218,7 +221,7 @@
 // Run reads the terminal itself (raw mode, restored on exit) and passes
 // bubbletea the input through pasteInput, which cuts each bracketed paste
 // out whole in linear time (bubbletea's own reader is quadratic in the
-// paste: 10 MB took ~80 s) and writes each byte that is not UTF-8 as the
+// paste: 10 MiB took ~80 s) and writes each byte that is not UTF-8 as the
 // text "\xNN" instead of dropping it.
 //
 // # Commands
@@ -260,7 +263,7 @@
 // $XDG_STATE_HOME/mlxchat/history.json.
 //
 // /load reads its file off the UI goroutine and takes only a regular file
-// of at most 256 MB (a FIFO, /dev/zero or a directory gets a one-line
+// of at most 256 MiB (a FIFO, /dev/zero or a directory gets a one-line
 // error at once). A loaded conversation is repaired so that the chat can go
 // on, and the notice says how: consecutive messages of one role are merged,
 // an answer with no question before it is shown but not sent, and an

@@ -100,7 +100,7 @@ func TestEditorHeight(t *testing.T) {
 // TestEditorRelabel swaps a label in the editor and in the history.
 func TestEditorRelabel(t *testing.T) {
 	e := newEditor(nil)
-	old, label := "[pasted: 1 KB, counting tokens…]", "[pasted: 300 tokens, 1 KB]"
+	old, label := "[pasted: 1 KiB, counting tokens…]", "[pasted: 300 tokens, 1 KiB]"
 	e.push(historyEntry{Text: "x " + old, Pastes: []pasteBlock{{Label: old, Content: "c"}}}, 0)
 	e.pastes.blocks = []pasteBlock{{Label: old, Content: "c"}}
 	e.insert("y " + old)

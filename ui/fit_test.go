@@ -126,7 +126,7 @@ func TestFitCheckHoldsAPasteThatDoesNotFit(t *testing.T) {
 		t.Fatal("Enter during the check sent or checked again")
 	}
 	events(m, notFit(id))
-	want := "✂ paste 765 tokens > live window 64: the model would see only the last 40. Enter sends anyway · /summarize summarizes it in pieces · /kv 1024 raises the cap (≈ 12.0 MB of KV)"
+	want := "✂ paste 765 tokens > live window 64: the model would see only the last 40. Enter sends anyway · /summarize summarizes it in pieces · /kv 1024 raises the cap (≈ 12.0 MiB of KV)"
 	if s := noticeOf(screen(m)); !strings.HasPrefix(s, want) {
 		t.Fatalf("notice %q, want %q", s, want)
 	}
@@ -330,7 +330,7 @@ func TestFitCheckEndToEnd(t *testing.T) {
 	cs.typeLine("")
 	cs.waitScreen("the fit notice", "Enter sends anyway")
 	out := flat(cs.out.String())
-	mt := regexp.MustCompile(`paste ([0-9,]+) tokens > live window 64: the model would see only the last ([0-9,]+)\. Enter sends anyway · /summarize summarizes it in pieces · /kv ([0-9]+) raises the cap \(≈ ([0-9.]+ [KMG]?B) of KV\)`).FindStringSubmatch(out)
+	mt := regexp.MustCompile(`paste ([0-9,]+) tokens > live window 64: the model would see only the last ([0-9,]+)\. Enter sends anyway · /summarize summarizes it in pieces · /kv ([0-9]+) raises the cap \(≈ ([0-9.]+ [KMG]?i?B) of KV\)`).FindStringSubmatch(out)
 	if mt == nil {
 		t.Fatalf("no fit notice with numbers:\n%s", tail(out, 2000))
 	}

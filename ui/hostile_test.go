@@ -445,18 +445,18 @@ func TestHostile(t *testing.T) {
 		}
 	})
 
-	t.Run("10 MB paste", func(t *testing.T) {
+	t.Run("10 MiB paste", func(t *testing.T) {
 		state := t.TempDir()
 		lc := startLive(t, srv, bin, model, "big", liveOpts{state: state, args: []string{"--max-kv-size", "64"}})
 		doc := longDocument(10 << 20)
 		start := time.Now()
 		lc.tm.paste(filepath.Join(t.TempDir(), "doc.txt"), doc)
-		lc.waitFor("the counted 10 MB paste", 60*time.Second, func(s string) bool {
-			return regexp.MustCompile(`\[pasted: [0-9,]+ tokens, 10\.0 MB\]`).MatchString(s)
+		lc.waitFor("the counted 10 MiB paste", 60*time.Second, func(s string) bool {
+			return regexp.MustCompile(`\[pasted: [0-9,]+ tokens, 10\.0 MiB\]`).MatchString(s)
 		})
-		t.Logf("10 MB paste collapsed and counted in %v", time.Since(start).Round(time.Millisecond))
+		t.Logf("10 MiB paste collapsed and counted in %v", time.Since(start).Round(time.Millisecond))
 		lc.tm.keys("Enter")
-		lc.waitFor("the fit check of 10 MB", 60*time.Second, func(s string) bool { return strings.Contains(flat(s), "> live window 64") })
+		lc.waitFor("the fit check of 10 MiB", 60*time.Second, func(s string) bool { return strings.Contains(flat(s), "> live window 64") })
 		lc.tm.keys("Enter")
 		lc.waitFor("its prefill", 60*time.Second, func(s string) bool { return strings.Contains(s, "prefill ") })
 		lc.tm.keys("Escape")
@@ -466,7 +466,7 @@ func TestHostile(t *testing.T) {
 		p := savedPath(t, lc.quit())
 		c := readConv(t, p)
 		if len(c.DraftPastes) != 1 || c.DraftPastes[0].Content != doc {
-			t.Errorf("the 10 MB paste is not saved whole in the draft (%d pastes)", len(c.DraftPastes))
+			t.Errorf("the 10 MiB paste is not saved whole in the draft (%d pastes)", len(c.DraftPastes))
 		}
 	})
 

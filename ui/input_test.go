@@ -125,7 +125,7 @@ func TestBigPasteThroughBubbletea(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the 10 MB paste was not sent within a minute; screen tail:\n%s", tail(out.String(), 1500))
+			t.Fatalf("the 10 MiB paste was not sent within a minute; screen tail:\n%s", tail(out.String(), 1500))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -212,7 +212,7 @@ func BenchmarkPasteInput(b *testing.B) {
 	for _, mb := range []int{1, 2, 10} {
 		for _, filtered := range []bool{true, false} {
 			if !filtered && mb > 2 {
-				continue // ~80 s for 10 MB
+				continue // ~80 s for 10 MiB
 			}
 			name := "filtered"
 			if !filtered {
@@ -261,3 +261,27 @@ func (w pasteWaiter) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return w, nil
 }
 func (w pasteWaiter) View() string { return "" }
+
+// TestLongPasteNoticeAndPrefillAtOnce: a counted paste's notice says the
+// count once, in binary units ("paste counted: 4,242 tokens, 300 KiB");
+// sending it shows its tokenizing on the status line at once, before the
+// engine's first progress, which then gives "prefill 0/N chunks".
+func TestLongPasteNoticeAndPrefillAtOnce(t *testing.T) {
+	m, fe := newTestModel(t, func(c *modelConfig) { c.count = func(string) (int, error) { return 4242, nil } })
+	update(m, tea.WindowSizeMsg{Width: 160, Height: 30})
+	ready(m)
+	doc := strings.Repeat("a paragraph of a long document.\n", 300<<10/32)
+	run(m, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(doc), Paste: true}))
+	if n := noticeOf(screen(m)); n != "• paste counted: 4,242 tokens, 300 KiB" {
+		t.Errorf("notice %q", n)
+	}
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.Generate](t, fe)
+	if s := screen(m); !strings.Contains(s, "prefill · tokenizing 300 KiB… │ Esc stop") {
+		t.Errorf("no prefill progress before the engine's first:\n%s", s)
+	}
+	events(m, engine.PrefillProgress{Header: hdr(id, 0), Chunk: 0, Chunks: 600, Total: 4242})
+	if s := screen(m); !strings.Contains(s, "prefill 0/600 chunks") || strings.Contains(s, "tokenizing") {
+		t.Errorf("the engine's progress does not replace it:\n%s", s)
+	}
+}

@@ -35,7 +35,7 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 	tests := []struct{ path, want string }{
 		{"/dev/zero", "/dev/zero is a character device, expected a regular file"},
 		{fifo, fifo + " is a named pipe (FIFO), expected a regular file"},
-		{huge, huge + " is 256.0 MB, expected at most 256.0 MB"},
+		{huge, huge + " is 256.0 MiB, expected at most 256.0 MiB"},
 		{sub, `no file "` + sub + `"`},
 	}
 	for _, tc := range tests {

@@ -191,7 +191,7 @@ func TestStreamingTokens(t *testing.T) {
 		t.Fatal("generation still active after Done")
 	}
 	s = screen(m)
-	for _, want := range []string{"Hello bold world.", "• one", "decode 23.4 tok/s", "mem 1.5 GB", "tiny-model"} {
+	for _, want := range []string{"Hello bold world.", "• one", "decode 23.4 tok/s", "mem 1.5 GiB", "tiny-model"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
@@ -501,9 +501,9 @@ func TestPasteCollapse(t *testing.T) {
 		count TokenCounter
 		label string
 	}{
-		{"estimate", nil, "[pasted: ~765 tokens, 3 KB]"},
-		{"tokenizer", func(s string) (int, error) { return 2631, nil }, "[pasted: 2,631 tokens, 3 KB]"},
-		{"tokenizer fails", func(s string) (int, error) { return 0, errors.New("no") }, "[pasted: ~765 tokens, 3 KB]"},
+		{"estimate", nil, "[pasted: ~765 tokens, 3 KiB]"},
+		{"tokenizer", func(s string) (int, error) { return 2631, nil }, "[pasted: 2,631 tokens, 3 KiB]"},
+		{"tokenizer fails", func(s string) (int, error) { return 0, errors.New("no") }, "[pasted: ~765 tokens, 3 KiB]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -564,10 +564,10 @@ func TestPasteLabel(t *testing.T) {
 		seq    int
 		want   string
 	}{
-		{2631, false, 11 * 1024, 1, "[pasted: 2,631 tokens, 11 KB]"},
-		{2631, true, 10600, 1, "[pasted: ~2,631 tokens, 10 KB]"},
+		{2631, false, 11 * 1024, 1, "[pasted: 2,631 tokens, 11 KiB]"},
+		{2631, true, 10600, 1, "[pasted: ~2,631 tokens, 10 KiB]"},
 		{1, false, 3, 1, "[pasted: 1 token, 3 B]"},
-		{1234567, false, 5 << 20, 2, "[pasted #2: 1,234,567 tokens, 5.0 MB]"},
+		{1234567, false, 5 << 20, 2, "[pasted #2: 1,234,567 tokens, 5.0 MiB]"},
 	}
 	for _, tc := range tests {
 		if got := pasteLabel(tc.tokens, tc.est, tc.bytes, tc.seq); got != tc.want {
@@ -761,7 +761,7 @@ func TestLoadingView(t *testing.T) {
 	m, fe := newTestModel(t)
 	events(m, engine.ModelLoading{Stage: "downloading model.safetensors", Done: 50 << 20, Total: 100 << 20})
 	s := screen(m)
-	for _, want := range []string{"loading tiny", "downloading model.safetensors", "50%", "50.0 MB / 100.0 MB"} {
+	for _, want := range []string{"loading tiny", "downloading model.safetensors", "50%", "50.0 MiB / 100.0 MiB"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("loading view lacks %q:\n%s", want, s)
 		}

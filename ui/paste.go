@@ -64,6 +64,16 @@ func pasteLabel(tokens int, estimated bool, nbytes int, seq int) string {
 	return fmt.Sprintf("[pasted%s: %s%s %s, %s]", tag, approx, groupDigits(tokens), unit, formatBytes(int64(nbytes)))
 }
 
+// labelFacts is what a paste label says without its brackets and name:
+// "[pasted #2: 2,631 tokens, 11 KiB]" -> "2,631 tokens, 11 KiB".
+func labelFacts(label string) string {
+	s := strings.Trim(label, "[]")
+	if _, facts, ok := strings.Cut(s, ": "); ok {
+		return facts
+	}
+	return s
+}
+
 // groupDigits writes n with thousands separators: 2631 -> "2,631".
 func groupDigits(n int) string {
 	s := strconv.Itoa(n)
@@ -91,11 +101,11 @@ func formatBytes(n int64) string {
 	case n < k:
 		return fmt.Sprintf("%d B", n)
 	case n < k*k:
-		return fmt.Sprintf("%d KB", (n+k/2)/k)
+		return fmt.Sprintf("%d KiB", (n+k/2)/k)
 	case n < k*k*k:
-		return fmt.Sprintf("%.1f MB", float64(n)/(k*k))
+		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
 	default:
-		return fmt.Sprintf("%.1f GB", float64(n)/(k*k*k))
+		return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
 	}
 }
 

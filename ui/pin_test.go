@@ -204,11 +204,11 @@ func TestMeterPinnedAndKV(t *testing.T) {
 	ready(m)
 	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 60 << 20, KVBits: 16})
 	s := screen(m)
-	if !strings.Contains(s, "64/64 live · 300 seen · 236 trimmed · 20 pinned · swa 512 · KV 60.0 MB") || strings.Contains(s, "8-bit") {
+	if !strings.Contains(s, "64/64 live · 300 seen · 236 trimmed · 20 pinned · swa 512 · KV 60.0 MiB") || strings.Contains(s, "8-bit") {
 		t.Fatalf("16-bit meter:\n%s", s)
 	}
 	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 15 << 20, KVBits: 8})
-	if s := screen(m); !strings.Contains(s, "20 pinned · swa 512 · KV 15.0 MB (8-bit)") {
+	if s := screen(m); !strings.Contains(s, "20 pinned · swa 512 · KV 15.0 MiB (8-bit)") {
 		t.Fatalf("8-bit meter:\n%s", s)
 	}
 }
@@ -308,7 +308,7 @@ func TestPinEndToEnd(t *testing.T) {
 	cs.typeLine("/stats")
 	cs.waitScreen("the restart", "the KV storage changed")
 	out = flat(cs.out.String())
-	if stats := out[strings.LastIndex(out, "cache 64/64 live"):]; !regexp.MustCompile(`KV [0-9.]+ [KM]B \(8- ?bit\)`).MatchString(stats) {
+	if stats := out[strings.LastIndex(out, "cache 64/64 live"):]; !regexp.MustCompile(`KV [0-9.]+ [KM]iB \(8- ?bit\)`).MatchString(stats) {
 		t.Errorf("the meter does not show 8-bit KV:\n%s", tail(out, 2000))
 	}
 	cs.quit()

@@ -53,11 +53,11 @@ func TestReadAttachesAFile(t *testing.T) {
 	ready(m)
 	typeText(m, "/read "+p)
 	enterRun(m)
-	want := "[file notes.md: 600 tokens, 3 KB]"
+	want := "[file notes.md: 600 tokens, 3 KiB]"
 	if m.ed.value() != want {
 		t.Fatalf("editor %q, want the block %q", m.ed.value(), want)
 	}
-	if s := screen(m); !strings.Contains(s, "attached file notes.md: 600 tokens, 3 KB") {
+	if s := screen(m); !strings.Contains(s, "attached file notes.md: 600 tokens, 3 KiB") {
 		t.Errorf("no notice:\n%s", s)
 	}
 	press(m, tea.KeyHome)
@@ -97,7 +97,7 @@ func TestReadRefusesWhatIsNotText(t *testing.T) {
 		{writeFile(t, "img.png", "\x89PNG\r\n\x1a\n\x00\x00"), "img.png is not a text file (a NUL byte at offset 8)"},
 		{writeFile(t, "latin1.txt", "caf\xe9"), "latin1.txt is not a UTF-8 text file (an invalid byte at offset 3)"},
 		{writeFile(t, "empty.txt", " \n"), "empty.txt is empty"},
-		{huge, "huge.txt is 32.0 MB, expected at most 32.0 MB"},
+		{huge, "huge.txt is 32.0 MiB, expected at most 32.0 MiB"},
 		{filepath.Join(dir, "missing.txt"), "missing.txt: no such file or directory"},
 		{dir, "is a directory, expected a regular file"},
 		{fifo, "is a named pipe (FIFO), expected a regular file"},

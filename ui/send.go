@@ -162,6 +162,9 @@ func (m *model) startGenerate() {
 	m.req = &request{id: id, turn: at, turnOf: turnOf}
 	m.phase = phasePrefill
 	m.st.started()
+	for _, msg := range conv {
+		m.st.sentBytes += len(msg.Content)
+	}
 	m.tr.refresh()
 	m.tr.gotoBottom()
 }
@@ -351,7 +354,7 @@ func (m *model) pasteCounted(msg pasteCountedMsg) {
 	m.ed.relabel(msg.label, msg.final)
 	m.tr.relabel(msg.label, msg.final)
 	if len(m.jobs.counting) == 0 && m.st.notice.text == m.jobs.countNotice {
-		m.setNotice(fmt.Sprintf("paste counted: %s", strings.Trim(msg.final, "[]")))
+		m.setNotice("paste counted: " + labelFacts(msg.final))
 	}
 	m.saveDraft(false)
 }

@@ -35,6 +35,9 @@ type status struct {
 	// prefill and summarize are the progress of the running request.
 	prefill   *engine.PrefillProgress
 	summarize *engine.SummarizeProgress
+	// sentBytes is the size of the text the running request sends, shown
+	// while the engine renders and tokenizes it, before its first progress.
+	sentBytes int
 	notice    notice
 }
 
@@ -122,7 +125,17 @@ func (s *status) emptied() {
 
 // started resets the progress for a new request.
 func (s *status) started() {
-	s.prefill, s.summarize = nil, nil
+	s.prefill, s.summarize, s.sentBytes = nil, nil, 0
+}
+
+// tokenizing is the progress shown before the engine's first: "…", or
+// for a long text, which takes the engine a few seconds to render and
+// tokenize, its size ("· tokenizing 10.0 MiB…").
+func (s *status) tokenizing() string {
+	if s.sentBytes < asyncCountBytes {
+		return "…"
+	}
+	return "· tokenizing " + formatBytes(int64(s.sentBytes)) + "…"
 }
 
 // flashDrop is the "✂ N" of the flash: tokens trimmed since it began.
@@ -147,6 +160,9 @@ func (s *status) line(p phase, width int) string {
 		}
 		segs = append(segs, s.theme.Accent.Render(seg))
 	}
+	if p == phaseSummarize && s.summarize == nil {
+		segs = append(segs, s.theme.Accent.Render("summarize "+s.tokenizing()))
+	}
 	switch {
 	case s.prefill != nil && s.prefill.Chunks > 0 && (p == phasePrefill || (p == phaseSummarize && s.prefill.Chunk < s.prefill.Chunks)):
 		pp := s.prefill
@@ -156,7 +172,7 @@ func (s *status) line(p phase, width int) string {
 		}
 		segs = append(segs, seg)
 	case p == phasePrefill:
-		segs = append(segs, "prefill …")
+		segs = append(segs, "prefill "+s.tokenizing())
 	case s.decodeTPS > 0:
 		segs = append(segs, fmt.Sprintf("decode %s tok/s", s.theme.Accent.Render(fmt.Sprintf("%.1f", s.decodeTPS))))
 	}

@@ -33,8 +33,9 @@ func TestStatusLineByPhase(t *testing.T) {
 		want  []string
 		not   []string
 	}{
-		{"idle", phaseIdle, func() {}, []string{"100/1024 live · 100 seen · 0 trimmed · swa 512", "mem 1.5 GB"}, []string{"Esc stop", "prefill", "decode"}},
+		{"idle", phaseIdle, func() {}, []string{"100/1024 live · 100 seen · 0 trimmed · swa 512", "mem 1.5 GiB"}, []string{"Esc stop", "prefill", "decode"}},
 		{"prefill before the first chunk", phasePrefill, func() {}, []string{"prefill …", "Esc stop"}, nil},
+		{"prefill of a long document, before the engine reports", phasePrefill, func() { st.sentBytes = 10 << 20 }, []string{"prefill · tokenizing 10.0 MiB…", "Esc stop"}, nil},
 		{"prefill", phasePrefill, func() { st.prefill = &engine.PrefillProgress{Chunk: 2, Chunks: 6, TokPerSec: 412} },
 			[]string{"prefill 2/6 chunks · 412 tok/s", "Esc stop"}, nil},
 		{"decode", phaseDecode, func() { st.decodeTPS = 23.4 }, []string{"decode 23.4 tok/s", "Esc stop"}, []string{"prefill"}},

@@ -163,6 +163,7 @@ func (m *model) startSummarize(j summarizeJob, head string) {
 	m.req = &request{id: id, turn: at, summarize: true}
 	m.phase = phaseSummarize
 	m.st.started()
+	m.st.sentBytes = len(j.doc)
 	m.tr.refresh()
 	m.tr.gotoBottom()
 }

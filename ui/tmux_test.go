@@ -58,13 +58,13 @@ func TestTmux(t *testing.T) {
 	doc := longDocument(3000)
 	tm.paste(filepath.Join(work, "doc.txt"), doc)
 	tm.waitFor("the collapsed paste", 10*time.Second, func(s string) bool {
-		return regexp.MustCompile(`\[pasted: [0-9,]+ tokens, 3 KB\]`).MatchString(s)
+		return regexp.MustCompile(`\[pasted: [0-9,]+ tokens, 3 KiB\]`).MatchString(s)
 	})
 	// It does not fit the live window: the fit check holds it with the
 	// numbers, and a second Enter sends it anyway.
 	tm.keys("Enter")
 	tm.waitFor("the fit check's notice", 30*time.Second, func(s string) bool {
-		return regexp.MustCompile(`✂ paste [0-9,]+ tokens > live window 64: the model would see only the last [0-9,]+\. Enter sends anyway · /summarize summarizes it in pieces · /kv [0-9]+ raises the cap \(≈ [0-9.]+ [KMG]?B of KV\)`).MatchString(flat(s))
+		return regexp.MustCompile(`✂ paste [0-9,]+ tokens > live window 64: the model would see only the last [0-9,]+\. Enter sends anyway · /summarize summarizes it in pieces · /kv [0-9]+ raises the cap \(≈ [0-9.]+ [KMG]?i?B of KV\)`).MatchString(flat(s))
 	})
 	tm.keys("Enter")
 	sawPrefill := false
@@ -118,7 +118,7 @@ func TestTmux(t *testing.T) {
 	tm.waitFor("the stop", 30*time.Second, func(s string) bool {
 		return strings.Contains(s, "stopped before the answer began; your message is back in the editor")
 	})
-	if s := tm.capture(); !regexp.MustCompile(`› \[pasted: [0-9,]+ tokens, 20 KB\]`).MatchString(s) || strings.Contains(s, "prefill ") || strings.Contains(s, "Esc stop") {
+	if s := tm.capture(); !regexp.MustCompile(`› \[pasted: [0-9,]+ tokens, 20 KiB\]`).MatchString(s) || strings.Contains(s, "prefill ") || strings.Contains(s, "Esc stop") {
 		t.Errorf("after Esc the paste is not back in the editor, or prefill goes on:\n%s", s)
 	}
 
@@ -351,7 +351,7 @@ const screenGolden = "testdata/screen.txt"
 
 // volatileRE matches the parts of a screen that change from run to run:
 // speeds and memory.
-var volatileRE = regexp.MustCompile(`(decode|prefill) [0-9.]+ tok/s|mem [0-9.]+ [KMG]?B|· [0-9.]+ tok/s`)
+var volatileRE = regexp.MustCompile(`(decode|prefill) [0-9.]+ tok/s|mem [0-9.]+ [KMG]?i?B|· [0-9.]+ tok/s`)
 
 // normalizeScreen replaces the volatile parts of a screen by placeholders.
 func normalizeScreen(s string) string {

@@ -38,7 +38,7 @@ func TestTranscriptConversation(t *testing.T) {
 	tr.add(turn{kind: turnAssistant, content: "a1"})
 	tr.addInfo("/help output")
 	tr.add(turn{kind: turnError, content: "boom"})
-	tr.add(turn{kind: turnUser, content: "q2 " + strings.Repeat("x", 2000), display: "q2 [pasted: 500 tokens, 2 KB]"})
+	tr.add(turn{kind: turnUser, content: "q2 " + strings.Repeat("x", 2000), display: "q2 [pasted: 500 tokens, 2 KiB]"})
 	tr.add(turn{kind: turnAssistant, stream: &stream{text: "streaming"}})
 	conv, at := tr.conversation()
 	want := []engine.Message{
@@ -100,7 +100,7 @@ func TestTranscriptRenderCache(t *testing.T) {
 // pictures, long text wraps inside the width.
 func TestTranscriptUserTurn(t *testing.T) {
 	tr := newTestTranscript(t, 40, 20)
-	label := "[pasted: 9 tokens, 1 KB]"
+	label := "[pasted: 9 tokens, 1 KiB]"
 	tr.add(turn{kind: turnUser, content: "see " + strings.Repeat("doc ", 200), display: "see " + label + " and\x1b[2J " + strings.Repeat("word ", 20),
 		pastes: []pasteBlock{{Label: label, Content: strings.Repeat("doc ", 200)}}})
 	s := trScreen(tr)
@@ -120,7 +120,7 @@ func TestTranscriptUserTurn(t *testing.T) {
 // TestTranscriptRelabel renames a paste block in a sent turn.
 func TestTranscriptRelabel(t *testing.T) {
 	tr := newTestTranscript(t, 60, 20)
-	old, label := "[pasted: 1.0 MB, counting tokens…]", "[pasted: 4,242 tokens, 1.0 MB]"
+	old, label := "[pasted: 1.0 MiB, counting tokens…]", "[pasted: 4,242 tokens, 1.0 MiB]"
 	tr.add(turn{kind: turnUser, content: "x", display: "see " + old, pastes: []pasteBlock{{Label: old, Content: "x"}}})
 	trScreen(tr)
 	tr.relabel(old, label)
@@ -155,7 +155,7 @@ func layoutOf(lens []int, liveFrom int, cutAt map[int]int) engine.Layout {
 // lies inside the paste); /stats lists both; an emptied cache forgets it.
 func TestTranscriptTrimBoundary(t *testing.T) {
 	tr := newTestTranscript(t, 100, 40)
-	label := "[pasted: 3,005 tokens, 3 KB]"
+	label := "[pasted: 3,005 tokens, 3 KiB]"
 	doc := strings.Repeat("d", 3000)
 	tr.add(turn{kind: turnUser, content: "first question", display: "first question"})
 	tr.add(turn{kind: turnAssistant, content: "first answer"})
