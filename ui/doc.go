@@ -259,8 +259,16 @@
 // is saved as Esc would keep it, the pieces done as a partial answer,
 // "interrupted after 3 of 9 pieces". The periodic save also writes the
 // reasoning and each finished piece as they come. /save FILE and
-// /load FILE use that folder for bare names. The input history is
-// $XDG_STATE_HOME/mlxchat/history.json.
+// /load FILE use that folder for bare names (".json" added when there is
+// no extension). /save of a path with a folder needs that folder to exist
+// (it is not created) and writes over an existing file only when it is a
+// regular file, as named; a missing folder, a directory, a device or a FIFO
+// is one error line naming the path. /load of a directory says so. The
+// exit line "conversation saved to PATH (reopen it with /load NAME)" gives
+// the bare name only for a file in the conversations folder, else the
+// whole path (a temporary folder the chat fell back to, a file /load
+// opened elsewhere), so that /load in a new session finds it. The input
+// history is $XDG_STATE_HOME/mlxchat/history.json.
 //
 // /load reads its file off the UI goroutine and takes only a regular file
 // of at most 256 MiB (a FIFO, /dev/zero or a directory gets a one-line

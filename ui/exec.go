@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,15 +360,51 @@ func (m *model) save(name string) error {
 		m.setNotice("saved to " + m.files.saver.currentPath())
 		return nil
 	}
-	path := resolveConversationPath(m.files.convDir, name)
-	if m.files.convDir == "" && !filepath.IsAbs(path) && !strings.ContainsRune(name, '/') {
-		path = name
+	path, err := savePath(m.files.convDir, name)
+	if err != nil {
+		return fmt.Errorf("/save: %w", err)
 	}
 	if err := saveConversation(path, m.snapshot()); err != nil {
 		return fmt.Errorf("/save: %w", err)
 	}
 	m.setNotice("saved to " + path)
 	return nil
+}
+
+// savePath resolves a /save FILE argument. A bare name goes to the
+// conversations folder convDir (the working directory when autosave is
+// off), ".json" added when it has no extension. A path with a folder must
+// name an existing folder (it is not created), and an existing file is
+// written as named, without ".json" added, only when it is a regular file.
+func savePath(convDir, name string) (string, error) {
+	bare := !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, os.PathSeparator)
+	if bare && convDir == "" {
+		convDir = "."
+	}
+	if !bare {
+		p := expandHome(name)
+		if st, err := os.Stat(p); err == nil {
+			if !st.Mode().IsRegular() {
+				return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, fileKind(st.Mode()))
+			}
+			return p, nil
+		}
+		dir := filepath.Dir(p)
+		st, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("no folder %s for %s (create it first)", dir, p)
+		case err != nil:
+			return "", err
+		case !st.IsDir():
+			return "", fmt.Errorf("%s: %s is not a folder", p, dir)
+		}
+	}
+	p := resolveConversationPath(convDir, name)
+	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, fileKind(st.Mode()))
+	}
+	return p, nil
 }
 
 // loadedMsg carries a conversation file read off the UI goroutine.
@@ -412,10 +449,18 @@ func findConversation(convDir, name string) (string, error) {
 	if convDir != "" {
 		cands = append(cands, resolveConversationPath(convDir, name))
 	}
+	notFile := ""
 	for _, c := range cands {
-		if st, err := os.Stat(c); err == nil && !st.IsDir() {
+		st, err := os.Stat(c)
+		switch {
+		case err == nil && !st.IsDir():
 			return c, nil
+		case err == nil && notFile == "":
+			notFile = c
 		}
+	}
+	if notFile != "" {
+		return "", fmt.Errorf("%s is a directory, expected a conversation file", notFile)
 	}
 	where := ""
 	if convDir != "" {

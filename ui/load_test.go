@@ -36,7 +36,9 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 		{"/dev/zero", "/dev/zero is a character device, expected a regular file"},
 		{fifo, fifo + " is a named pipe (FIFO), expected a regular file"},
 		{huge, huge + " is 256.0 MiB, expected at most 256.0 MiB"},
-		{sub, `no file "` + sub + `"`},
+		{sub, sub + " is a directory, expected a conversation file"},
+		{dir, dir + " is a directory, expected a conversation file"},
+		{filepath.Join(dir, "none"), `no file "` + filepath.Join(dir, "none") + `"`},
 	}
 	for _, tc := range tests {
 		t.Run(filepath.Base(tc.path), func(t *testing.T) {

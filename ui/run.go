@@ -168,7 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 	saveErr := m.files.saver.flush()
 	if p := m.files.saver.currentPath(); opts.Report != nil && p != "" && saveErr == nil {
 		if _, err := os.Stat(p); err == nil {
-			fmt.Fprintf(opts.Report, "conversation saved to %s (reopen it with /load %s)\n", p, strings.TrimSuffix(filepath.Base(p), ".json"))
+			fmt.Fprintf(opts.Report, "conversation saved to %s (reopen it with /load %s)\n", p, loadName(p, filepath.Join(stateDir, "conversations")))
 		}
 	}
 	switch {
@@ -190,6 +190,17 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("autosave: %w", saveErr)
 	}
 	return nil
+}
+
+// loadName is what /load needs in a new session, whose conversations
+// folder is convDir, to reopen the file at path: its bare name when it
+// lies there, else the whole path (a temporary folder the chat fell back
+// to, or a file /load or /save named elsewhere).
+func loadName(path, convDir string) string {
+	if filepath.Clean(filepath.Dir(path)) == filepath.Clean(convDir) {
+		return strings.TrimSuffix(filepath.Base(path), ".json")
+	}
+	return path
 }
 
 // errSignal is runProgram's error when a signal ended the chat.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,75 @@ func writeConfig(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestRunReportNamesALoadableFile: when the state dir cannot be used and
+// the conversation went to a temporary folder, the exit line's /load names
+// the whole path, which a new session (whose conversations folder is
+// elsewhere) loads.
+func TestRunReportNamesALoadableFile(t *testing.T) {
+	fe := newFakeEngine()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	out, report := &syncBuffer{}, &syncBuffer{}
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(state, []byte("a file, not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Run(context.Background(), Options{
+			Engine: fe, ModelName: "tiny", Settings: engine.DefaultSettings(),
+			ConfigPath: writeConfig(t, `{}`), StateDir: state,
+			NoColor: true, Input: inR, Output: out, Inline: true, Report: report,
+		})
+	}()
+	fe.ch <- engine.Ready{Info: engine.ModelInfo{Name: "tiny"}}
+	waitFor(t, "the chat screen", func() bool { return strings.Contains(out.String(), "tiny is ready") })
+	io.WriteString(inW, "kept elsewhere\r")
+	waitFor(t, "Generate", func() bool { return len(fe.requests()) > 0 })
+	io.WriteString(inW, "\x03")
+	time.Sleep(50 * time.Millisecond)
+	io.WriteString(inW, "\x03")
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after Ctrl+C twice")
+	}
+	mt := regexp.MustCompile(`^conversation saved to (\S+) \(reopen it with /load (\S+)\)\n$`).FindStringSubmatch(report.String())
+	if mt == nil {
+		t.Fatalf("exit report %q", report.String())
+	}
+	defer os.RemoveAll(filepath.Dir(filepath.Dir(mt[1])))
+	if mt[2] != mt[1] {
+		t.Errorf("the report says /load %s for %s, outside the state dir: a new session cannot find that", mt[2], mt[1])
+	}
+	m, _ := newTestModel(t)
+	ready(m)
+	typeText(m, "/load "+mt[2])
+	enter(m)
+	if c := m.conversation(); len(c) != 1 || c[0].Content != "kept elsewhere" {
+		// The unanswered message goes back into the editor.
+		if v := m.ed.value(); !strings.Contains(v, "kept elsewhere") {
+			t.Errorf("/load %s in a new session: conversation %+v, editor %q:\n%s", mt[2], c, v, screen(m))
+		}
+	}
+}
+
+// TestLoadName: the exit line's /load argument is the bare name inside
+// the conversations folder, the whole path elsewhere.
+func TestLoadName(t *testing.T) {
+	for _, tc := range []struct{ path, dir, want string }{
+		{"/s/mlxchat/conversations/2025-03-01T12-00-00.json", "/s/mlxchat/conversations", "2025-03-01T12-00-00"},
+		{"/s/mlxchat/conversations/x.json", "/s/mlxchat/conversations/", "x"},
+		{"/tmp/mlxchat-state-1/conversations/x.json", "/s/mlxchat/conversations", "/tmp/mlxchat-state-1/conversations/x.json"},
+		{"/home/u/notes/chat.json", "/s/mlxchat/conversations", "/home/u/notes/chat.json"},
+	} {
+		if got := loadName(tc.path, tc.dir); got != tc.want {
+			t.Errorf("loadName(%q, %q) = %q, want %q", tc.path, tc.dir, got, tc.want)
+		}
+	}
 }

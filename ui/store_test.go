@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -296,5 +297,57 @@ func TestThemeCommandPersists(t *testing.T) {
 	press(m2, tea.KeyEnter)
 	if s := screen(m2); m2.theme.Name != "light" || !strings.Contains(s, "/theme: theme light is on, but not saved") {
 		t.Fatalf("unwritable config: theme %s, screen:\n%s", m2.theme.Name, s)
+	}
+}
+
+// TestSaveTargets: /save FILE writes a new file in an existing folder
+// (".json" added) or over a regular file as named; a missing folder, a
+// directory, a device or a FIFO is one error line naming the path, and
+// nothing is created or renamed (/dev/full never becomes /dev/full.json).
+func TestSaveTargets(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "notes")
+	os.WriteFile(plain, []byte("old"), 0o600)
+	tests := []struct{ arg, wrote, err string }{
+		{filepath.Join(dir, "new"), filepath.Join(dir, "new.json"), ""},
+		{plain, plain, ""},
+		{filepath.Join(dir, "missing", "deeper", "x.json"), "", "/save: no folder " + filepath.Join(dir, "missing", "deeper") + " for " + filepath.Join(dir, "missing", "deeper", "x.json") + " (create it first)"},
+		{filepath.Join(plain, "x.json"), "", "/save: " + filepath.Join(plain, "x.json") + ": " + plain + " is not a folder"},
+		{dir, "", "/save: " + dir + " is a directory, expected a regular file or a new file name"},
+		{"/dev/full", "", "/save: /dev/full is a character device, expected a regular file or a new file name"},
+		{fifo, "", "/save: " + fifo + " is a named pipe (FIFO), expected a regular file or a new file name"},
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.arg), func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 300, Height: 30})
+			ready(m)
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "Hello."})
+			command(m, "/save "+tc.arg)
+			n := noticeOf(screen(m))
+			if tc.err != "" {
+				if n != "✗ "+tc.err+recallHint {
+					t.Errorf("notice %q, want %q", n, tc.err)
+				}
+				if _, err := os.Stat(tc.arg + ".json"); err == nil {
+					t.Errorf("%s.json was created", tc.arg)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+					t.Error("/save created the missing folder")
+				}
+				return
+			}
+			if n != "• saved to "+tc.wrote {
+				t.Errorf("notice %q, want saved to %s", n, tc.wrote)
+			}
+			if c := readConv(t, tc.wrote); len(c.Messages) != 2 || c.Messages[1].Content != "Hello." {
+				t.Errorf("%s holds %+v", tc.wrote, c.Messages)
+			}
+		})
 	}
 }
