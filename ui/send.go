@@ -228,8 +228,11 @@ func (m *model) endRequest(text string, reason engine.DoneReason, err error) {
 	case reason == engine.DoneCancelled:
 		t.partial, t.note = true, "stopped"
 		m.setNotice("stopped; the partial answer is kept")
+	case reason == engine.DoneMaxTokens && text == "":
+		t.partial, t.note, t.maxTokens = true, "max tokens", m.set.cur.MaxTokens
+		m.setNotice(fmt.Sprintf("cut at /max %d tokens while still thinking, before any answer; the reasoning is kept (/max off or a larger /max lets it finish)", m.set.cur.MaxTokens))
 	case reason == engine.DoneMaxTokens:
-		t.partial, t.note = true, "max tokens"
+		t.partial, t.note, t.maxTokens = true, "max tokens", m.set.cur.MaxTokens
 		m.setNotice(fmt.Sprintf("answer cut at /max %d tokens", m.set.cur.MaxTokens))
 	case reason == engine.DoneLoop:
 		t.partial, t.note = true, "repeating"

@@ -15,7 +15,8 @@ import (
 // template decides what past reasoning the model sees), conversation
 // files save it (also while it streams, and when the model was stopped
 // while thinking: an answer without text, its fold titled "stopped while
-// thinking"), and /think on|off asks the template for reasoning or
+// thinking", or "cut at /max 30 tokens while thinking" when the token
+// limit ended it), and /think on|off asks the template for reasoning or
 // none (engine.Settings.NoThinking).
 
 // thinkingSegment is the folded part for a turn's reasoning; ok is false
@@ -27,9 +28,28 @@ func thinkingSegment(t *turn) (segment, bool) {
 	}
 	state := "thought"
 	if t.partial && t.content == "" {
-		state = "stopped while thinking" // no answer text came
+		state = endedWhileThinking(t) // no answer text came
 	}
 	return segment{folded: true, dim: true, title: state + " · " + wordCount(r), text: r}, true
+}
+
+// endedWhileThinking says why an answer with reasoning and no text ended,
+// from its note: "cut at /max 30 tokens while thinking" for the token
+// limit, "stopped while thinking" for Esc...
+func endedWhileThinking(t *turn) string {
+	switch n := t.note; {
+	case strings.Contains(n, "max tokens") && t.maxTokens > 0:
+		return fmt.Sprintf("cut at /max %d tokens while thinking", t.maxTokens)
+	case strings.Contains(n, "max tokens"):
+		return "cut at the token limit while thinking"
+	case strings.Contains(n, noteInterrupted):
+		return "interrupted while thinking"
+	case strings.Contains(n, "failed"):
+		return "failed while thinking"
+	case strings.Contains(n, "repeating"):
+		return "stopped repeating itself while thinking"
+	}
+	return "stopped while thinking"
 }
 
 // wordCount is "N words" (or "1 word") for a fold's title.

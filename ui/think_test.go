@@ -184,3 +184,28 @@ func TestThinkingStopped(t *testing.T) {
 		t.Fatalf("next Generate conversation = %#v", g.Conversation)
 	}
 }
+
+// TestThinkingCutAtMax: an answer the token limit cut while the model was
+// still thinking is labelled as cut at the limit, not as stopped (which
+// says the user pressed Esc), in the chat and once loaded.
+func TestThinkingCutAtMax(t *testing.T) {
+	m, fe := newTestModel(t)
+	readyThinking(m, true)
+	command(m, "/max 30")
+	_, id := send(t, m, fe, "hi")
+	events(m,
+		engine.Token{Header: hdr(id, time.Second), Text: "The user greets me. I should", Tokens: 30, Reasoning: true},
+		engine.Done{Header: hdr(id, 2*time.Second), Reason: engine.DoneMaxTokens, Reasoning: "The user greets me. I should", Tokens: 30})
+	s := screen(m)
+	if !strings.Contains(s, "▸ cut at /max 30 tokens while thinking · 6 words") || strings.Contains(s, "stopped while thinking") ||
+		!strings.Contains(flat(s), "cut at /max 30 tokens while still thinking") {
+		t.Fatalf("cut reasoning labelled as:\n%s", s)
+	}
+	m2, _ := newTestModel(t)
+	readyThinking(m2, true)
+	typeText(m2, "/load "+m.files.saver.currentPath())
+	enter(m2)
+	if s := screen(m2); !strings.Contains(s, "▸ cut at the token limit while thinking · 6 words") || !strings.Contains(s, "partial · max tokens") {
+		t.Fatalf("loaded cut reasoning labelled as:\n%s", s)
+	}
+}

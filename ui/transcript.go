@@ -33,6 +33,9 @@ type turn struct {
 	pastes  []pasteBlock // user turns: the pastes behind the labels in display
 	partial bool         // assistant answer stopped early
 	note    string       // assistant: why it stopped early
+	// maxTokens is the /max an answer was cut at (0: not cut there, or
+	// loaded from a file).
+	maxTokens int
 	// reasoning is an answer's reasoning (think.go), streamed or done.
 	reasoning string
 	// pinned keeps the message in the never-trimmed prefix of the cache
