@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/glamour"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 )
 
@@ -43,7 +44,36 @@ func (m *markdown) render(s string) string {
 	if err != nil {
 		return s
 	}
-	return tidy(out)
+	return wrapLong(tidy(out), m.width)
+}
+
+// wrapLong breaks the lines wider than width cells that glamour leaves
+// whole (a word longer than the line: a URL, a hash, a path) and indents
+// each continuation as the line itself is indented, so that the terminal
+// does not wrap them to column 0, outside the block.
+func wrapLong(s string, width int) string {
+	if !strings.Contains(s, "\n") && ansi.StringWidth(s) <= width {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		if ansi.StringWidth(l) <= width {
+			out = append(out, l)
+			continue
+		}
+		plain := stripANSI(l)
+		lead := len(plain) - len(strings.TrimLeft(plain, " "))
+		if lead > width/2 {
+			lead = 0
+		}
+		out = append(out, ansi.Truncate(l, width, ""))
+		rest := ansi.TruncateLeft(l, width, "")
+		for _, c := range strings.Split(ansi.Hardwrap(rest, width-lead, true), "\n") {
+			out = append(out, strings.Repeat(" ", lead)+c)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // escapeHTML backslash-escapes every '<' that could open raw HTML outside

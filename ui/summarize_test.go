@@ -296,3 +296,38 @@ func savedConversation(t *testing.T, state string) string {
 	}
 	return files[0]
 }
+
+// TestUnfoldedPiecesKeepTheirIndent: a word longer than the line (a URL,
+// a hash) in the piece summaries (and the answer) wraps inside the
+// block's indent, not to column 0.
+func TestUnfoldedPiecesKeepTheirIndent(t *testing.T) {
+	m, fe := newTestModel(t)
+	update(m, tea.WindowSizeMsg{Width: 60, Height: 60})
+	ready(m)
+	typeText(m, "/summarize ")
+	paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.Summarize](t, fe)
+	long := "https://example.com/" + strings.Repeat("segment", 20)
+	ps := []engine.SummaryPiece{piece(1, 2, "See "+long+" for it."), piece(2, 2, "Two.")}
+	events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: ps[0]}, engine.PieceSummary{Header: hdr(id, 0), Piece: ps[1]},
+		engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "In short " + long + " says it.", Pieces: ps})
+	press(m, tea.KeyCtrlO)
+	update(m, frameMsg{})
+	s := screen(m)
+	start := strings.Index(s, "tiny-model")
+	end := strings.Index(s, "────")
+	if start < 0 || end < start {
+		t.Fatalf("no answer block:\n%s", s)
+	}
+	block := s[start:end]
+	for _, l := range strings.Split(block, "\n")[1:] {
+		if strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "  ") {
+			t.Errorf("line at column 0 inside the answer: %q\n%s", l, block)
+		}
+	}
+	joined := strings.Join(strings.Fields(block), "")
+	if strings.Count(joined, long) != 2 {
+		t.Errorf("the long word is not all there twice (answer and piece):\n%s", block)
+	}
+}

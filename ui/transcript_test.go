@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"mlxchat/engine"
@@ -204,6 +205,28 @@ func TestDisplayOffset(t *testing.T) {
 	}{{0, 0, false}, {2, 2, false}, {3, 3, true}, {10, 3, true}, {14, 6, false}, {16, 8, false}} {
 		if got, in := displayOffset(tt, tc.at); got != tc.want || in != tc.in {
 			t.Errorf("displayOffset(%d) = %d, %v; want %d, %v", tc.at, got, in, tc.want, tc.in)
+		}
+	}
+}
+
+// TestWrapLong: lines wider than the width are broken and continued at
+// the line's own indent, escape sequences kept; others are left alone.
+func TestWrapLong(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"  short\n  lines", "  short\n  lines"},
+		{"  abcdefghij", "  abcdefgh\n  ij"},
+		{"    abcdefghijklmnop", "    abcdef\n    ghijkl\n    mnop"},
+		{"\x1b[1m  abcdefghij\x1b[0m", "\x1b[1m  abcdefgh\n  ij\x1b[0m"},
+	}
+	for _, tc := range tests {
+		got := wrapLong(tc.in, 10)
+		if stripANSI(got) != stripANSI(tc.want) {
+			t.Errorf("wrapLong(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			if w := ansi.StringWidth(l); w > 10 {
+				t.Errorf("wrapLong(%q): line %q is %d wide", tc.in, l, w)
+			}
 		}
 	}
 }
