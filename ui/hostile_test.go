@@ -329,11 +329,22 @@ func TestHostile(t *testing.T) {
 		})
 		lc.typeLine("hello")
 		lc.answerEnds(30 * time.Second)
-		p := savedPath(t, lc.quit())
+		screen := lc.quit()
+		p := savedPath(t, screen)
 		defer os.RemoveAll(filepath.Dir(filepath.Dir(p)))
 		if c := readConv(t, p); len(c.Messages) != 2 || c.Messages[0].Content != "hello" {
 			t.Errorf("fallback file holds %+v", c.Messages)
 		}
+		// The exit line's /load works in a new session, whose state dir
+		// (still a file) falls back to another temporary folder.
+		if !strings.Contains(strings.ReplaceAll(screen, "\n", ""), "(reopen it with /load "+p+")") {
+			t.Fatalf("the exit line does not give /load the whole path:\n%s", screen)
+		}
+		lc2 := startLive(t, srv, bin, model, "file2", liveOpts{state: state, args: []string{"--max-tokens", "8"}})
+		lc2.typeLine("/load " + p)
+		lc2.waitFor("the reopened conversation", 10*time.Second, func(s string) bool { return strings.Contains(s, "loaded ") && strings.Contains(s, "hello") })
+		p2 := savedPath(t, lc2.quit())
+		defer os.RemoveAll(filepath.Dir(filepath.Dir(p2)))
 	})
 
 	t.Run("state dir read-only", func(t *testing.T) {
