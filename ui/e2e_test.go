@@ -119,10 +119,12 @@ func (cs *chatSession) typeLine(s string) {
 	}
 }
 
-// waitScreen waits until the output since the call shows want.
+// waitScreen waits until the output since the call shows want. The
+// deadline only keeps a broken run from hanging: it is generous because a
+// -race run on a loaded 2-core machine can take a minute per step.
 func (cs *chatSession) waitScreen(what, want string) {
 	cs.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for !strings.Contains(cs.out.String(), want) {
 		if out := cs.out.String(); strings.Contains(out, "answer failed") && !strings.Contains(want, "failed") {
 			cs.t.Fatalf("waiting for %s, an answer failed:\n%s", what, tail(out, 3000))
