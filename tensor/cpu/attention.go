@@ -37,15 +37,15 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	keyPos := mask.KeyPositions()
 	qs, ks, vs, out := q.F32(), k.F32(), v.F32(), dst.F32()
-	dot, axpy := dotF32, axpyF32
+	dot, axpy, exps := dotF32, axpyF32, expSubF32
 	if b.simd {
-		dot, axpy = dotSIMD, axpySIMD
+		dot, axpy, exps = dotSIMD, axpySIMD, expSubSIMD
 	}
 	var blind atomic.Int64 // first row that saw no key, plus one
 	if nq >= attnBlockMinRows {
-		b.attentionBlocked(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, &blind)
+		b.attentionBlocked(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
 	} else {
-		b.attentionRows(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, &blind)
+		b.attentionRows(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
 	}
 	if r := blind.Load(); r != 0 {
 		return fmt.Errorf("cpu attention: query row %d (position %d) sees no key", r-1, mask.QueryStart+int(r-1))
@@ -56,11 +56,12 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 // attentionRows is the decode form of Attention: one job per (query row,
 // head), each one pass over its keys with an online softmax.
 func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
-	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), blind *atomic.Int64) {
+	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), exps func(dst, src []float32, m float32), blind *atomic.Int64) {
 	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
 	group := hq / hkv
 	b.pool.split(nq*hq, 1, func(lo, hi int) {
 		scores := make([]float32, attnBlock)
+		ps := make([]float32, attnBlock)
 		acc := make([]float32, d)
 		for job := lo; job < hi; job++ {
 			row, h := job/hq, job%hq
@@ -99,11 +100,12 @@ func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask te
 					}
 					m = bm
 				}
+				exps(ps[:len(blk)], scores, m)
 				for jj, sc := range blk {
 					if math.IsInf(float64(sc), -1) {
 						continue
 					}
-					p := expf(sc - m)
+					p := ps[jj]
 					l += p
 					j := j0 + jj
 					axpy(acc, vs[(j*hkv+kh)*d:(j*hkv+kh+1)*d], p)
@@ -146,7 +148,7 @@ const attnQueries = 16
 // axpy kernels, same blocks, same running max and sum), so the results are
 // bit-identical to it; only the memory traffic changes.
 func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
-	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), blind *atomic.Int64) {
+	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), exps func(dst, src []float32, m float32), blind *atomic.Int64) {
 	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
 	group := hq / hkv
 	pv, dot2 := pvF32, dot2F32
@@ -167,6 +169,7 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 		ls := make([]float32, nv)
 		bms := make([]float32, nv)
 		qofs := make([]int, nv)
+		ex := make([]float32, attnBlock)
 		for job := lo; job < hi; job++ {
 			r0, kh := (job/hkv)*rowsPer, job%hkv
 			rows := min(rowsPer, nq-r0)
@@ -244,12 +247,13 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 						continue
 					}
 					ps := scores[i*attnBlock : i*attnBlock+bn]
+					exps(ex[:bn], scores[i*attnBlock:(i+1)*attnBlock], ms[i])
 					for jj, sc := range ps {
 						if math.IsInf(float64(sc), -1) {
 							ps[jj] = 0
 							continue
 						}
-						p := expf(sc - ms[i])
+						p := ex[jj]
 						ls[i] += p
 						ps[jj] = p
 					}
@@ -287,4 +291,13 @@ func pvF32(dst, p, v []float32, stride int) {
 // dot2SIMD).
 func dot2F32(q0, q1, k []float32) (float32, float32) {
 	return dotF32(q0, k), dotF32(q1, k)
+}
+
+// expSubF32 writes dst[i] = expf(src[i]-m) (the portable form of
+// expSubSIMD).
+func expSubF32(dst, src []float32, m float32) {
+	src = src[:len(dst)]
+	for i, x := range src {
+		dst[i] = expf(x - m)
+	}
 }

@@ -29,11 +29,13 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 		{"sliding window", 150, 45, []tensor.Span{{Start: 60, Len: 135}}, 70, 4, 2, 24},
 		{"window below block", 0, 67, []tensor.Span{{Start: 0, Len: 67}}, 5, 2, 1, 8},
 		{"group above attnQueries", 10, 5, []tensor.Span{{Start: 0, Len: 15}}, 0, 20, 1, 8},
+		{"gemma 3n head size", 90, 37, []tensor.Span{{Start: 0, Len: 127}}, 0, 8, 2, 256}, // four vectors share value rows (pv4)
+		{"pv4 window, head size not a multiple of 64", 100, 29, []tensor.Span{{Start: 20, Len: 109}}, 40, 8, 2, 48},
 	}
 	for _, bk := range backends(t) {
-		dot, axpy := dotF32, axpyF32
+		dot, axpy, exps := dotF32, axpyF32, expSubF32
 		if bk.simd {
-			dot, axpy = dotSIMD, axpySIMD
+			dot, axpy, exps = dotSIMD, axpySIMD, expSubSIMD
 		}
 		for _, tc := range tests {
 			m, err := tensor.NewMask(tc.qStart, tc.nq, tc.keys, tc.window)
@@ -52,8 +54,8 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 			rows := make([]float32, tc.nq*tc.hq*tc.d)
 			blocked := make([]float32, len(rows))
 			var b1, b2 atomic.Int64
-			bk.attentionRows(rows, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, &b1)
-			bk.attentionBlocked(blocked, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, &b2)
+			bk.attentionRows(rows, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, exps, &b1)
+			bk.attentionBlocked(blocked, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, exps, &b2)
 			if b1.Load() != 0 || b2.Load() != 0 {
 				t.Fatalf("%s: blind rows %d %d", tc.name, b1.Load(), b2.Load())
 			}
@@ -99,13 +101,41 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if form == "rows" {
-					bk.attentionRows(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, &blind)
+					bk.attentionRows(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
 				} else {
-					bk.attentionBlocked(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, &blind)
+					bk.attentionBlocked(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
 				}
 			}
 			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*nq + nq*(nq+1)/2)
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestExpSub checks the softmax exponentials of both forms against
+// float64 math.Exp over [-87, 0] (lengths that are not multiples of 8
+// included): within 4e-7 relative, a few float32 ulps.
+func TestExpSub(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, f := range []struct {
+		name string
+		fn   func(dst, src []float32, m float32)
+	}{{"portable", expSubF32}, {"simd", expSubSIMD}} {
+		for _, n := range []int{1, 7, 8, 13, 64} {
+			src := make([]float32, 64)
+			for i := range src {
+				src[i] = float32(rng.Float64()*83 - 80)
+			}
+			src[0] = 3 // x - m = 0 exactly
+			m := float32(3)
+			dst := make([]float32, 64)
+			f.fn(dst[:n], src, m)
+			for i := 0; i < n; i++ {
+				want := math.Exp(float64(src[i] - m))
+				if d := math.Abs(float64(dst[i]) - want); d > 4e-7*want {
+					t.Fatalf("%s n=%d: e^%v = %v, want %v", f.name, n, src[i]-m, dst[i], want)
+				}
+			}
+		}
 	}
 }

@@ -1613,3 +1613,69 @@ bias1:
 done:
 	VZEROUPPER
 	RET
+
+DATA expc<>+0(SB)/4, $0x3fb8aa3b  // log2 e
+DATA expc<>+4(SB)/4, $0x4b400000  // 1.5·2^23
+DATA expc<>+8(SB)/4, $0x3f318000  // ln2 hi 0.693359375
+DATA expc<>+12(SB)/4, $0xb95e8083 // ln2 lo -2.12194440e-4
+DATA expc<>+16(SB)/4, $0x3ab60b61 // 1/720
+DATA expc<>+20(SB)/4, $0x3c088889 // 1/120
+DATA expc<>+24(SB)/4, $0x3d2aaaab // 1/24
+DATA expc<>+28(SB)/4, $0x3e2aaaab // 1/6
+DATA expc<>+32(SB)/4, $0x3f000000 // 1/2
+DATA expc<>+36(SB)/4, $0x3f800000 // 1
+DATA expc<>+40(SB)/4, $0xc2ae0000 // -87
+GLOBL expc<>(SB), RODATA|NOPTR, $44
+
+// func expSubAVX(dst, src *float32, m float32, n int)   (n a multiple of 8)
+// dst[i] = e^(src[i]-m) for arguments in [-87, 0] (smaller ones are
+// clamped to -87, e^-87 ≈ 1.6e-38): expf's reduction and polynomial, with
+// FMAs, eight at a time (attention's softmax weights).
+TEXT ·expSubAVX(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VBROADCASTSS m+16(FP), Y15
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	JZ           done
+	VBROADCASTSS expc<>+0(SB), Y14
+	VBROADCASTSS expc<>+4(SB), Y13
+	VBROADCASTSS expc<>+8(SB), Y12
+	VBROADCASTSS expc<>+12(SB), Y11
+	VBROADCASTSS expc<>+36(SB), Y10
+	VBROADCASTSS expc<>+40(SB), Y9
+	VBROADCASTSS expc<>+16(SB), Y4
+	VBROADCASTSS expc<>+20(SB), Y5
+	VBROADCASTSS expc<>+24(SB), Y6
+	VBROADCASTSS expc<>+28(SB), Y7
+	VBROADCASTSS expc<>+32(SB), Y8
+
+loop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y15, Y0, Y0
+	VMAXPS       Y9, Y0, Y0
+	VMOVAPS      Y13, Y1
+	VFMADD231PS  Y14, Y0, Y1       // t = x·log2e + 1.5·2^23
+	VSUBPS       Y13, Y1, Y2       // k
+	VFNMADD231PS Y12, Y2, Y0       // r = x - k·ln2hi
+	VFNMADD231PS Y11, Y2, Y0       // r -= k·ln2lo
+	VMOVAPS      Y4, Y3
+	VFMADD213PS  Y5, Y0, Y3
+	VFMADD213PS  Y6, Y0, Y3
+	VFMADD213PS  Y7, Y0, Y3
+	VFMADD213PS  Y8, Y0, Y3
+	VFMADD213PS  Y10, Y0, Y3
+	VFMADD213PS  Y10, Y0, Y3       // p = 1 + r(1 + r(1/2 + ...))
+	VCVTPS2DQ    Y2, Y2
+	VPSLLD       $23, Y2, Y2
+	VPADDD       Y10, Y2, Y2       // 2^k: (k+127)<<23 = k<<23 + bits of 1.0
+	VMULPS       Y2, Y3, Y3
+	VMOVUPS      Y3, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          loop
+
+done:
+	VZEROUPPER
+	RET

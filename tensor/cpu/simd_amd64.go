@@ -130,6 +130,21 @@ func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *
 	}
 }
 
+//go:noescape
+func expSubAVX(dst, src *float32, m float32, n int)
+
+// expSubSIMD writes dst[i] = e^(src[i]-m) for len(dst) values rounded up
+// to a multiple of 8 (both slices need that capacity), for arguments at
+// most 0 as softmax has them; eight lanes at a time.
+func expSubSIMD(dst, src []float32, m float32) {
+	n := (len(dst) + 7) &^ 7
+	if n == 0 {
+		return
+	}
+	dst, src = dst[:n], src[:n]
+	expSubAVX(&dst[0], &src[0], m, n)
+}
+
 // qmatSplitSIMD runs the two-level single-row kernel for bits and group
 // size gs.
 func qmatSplitSIMD(bits, gs int, w *byte, s, b *float32, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {

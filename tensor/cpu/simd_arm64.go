@@ -266,3 +266,7 @@ const splitBF16 = false
 func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int) {
 	panic("cpu: qmatSplitBF16SIMD called where splitBF16 is false")
 }
+
+// expSubSIMD writes dst[i] = e^(src[i]-m) (expf here; the amd64 form is
+// vectorized).
+func expSubSIMD(dst, src []float32, m float32) { expSubF32(dst, src, m) }
