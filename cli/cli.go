@@ -47,7 +47,7 @@ type config struct {
 	// maxTokensSet says --max-tokens (or the config's max_tokens) was
 	// given: run then takes 0 as "no limit" instead of its default cap.
 	maxTokensSet bool
-	kvBits       int  // --kv-bits: 16 or 8 (0 = the engine's default, 16)
+	kvBits       int  // --kv-bits: 32, 16 or 8 (0 = the engine's default, 32)
 	think        bool // --think (default true); false sets engine.Settings.NoThinking
 }
 
@@ -93,14 +93,16 @@ func (c *config) flags() *flagSet {
 	f.Bool(&c.noLoop, "no-loop-detect", "do not stop answers that loop")
 	f.Bool(&c.think, "think", "let a reasoning model (Qwen 3) think before it answers; --think=false asks its chat template for no reasoning (default true)")
 	f.String(&c.backend, "backend", []string{"cpu", "metal", "vulkan"}, "cpu, metal or vulkan", "compute backend (default metal on Apple silicon, else cpu)")
-	f.add(&flagSpec{name: "kv-bits", want: "16 or 8", usage: "KV cache storage: 16 (full precision, default) or 8 (int8 with a scale per token and head: about a quarter of the memory)", set: func(v string) error {
+	f.add(&flagSpec{name: "kv-bits", want: "32, 16 or 8", usage: "KV cache storage: 32 (float32, default), 16 (float16: half the memory) or 8 (int8 with a scale per token and head: a little over a quarter); 16 and 8 add a float32 copy of one layer's keys and values and decode into it at every step", set: func(v string) error {
 		switch strings.TrimSpace(v) {
+		case "32":
+			c.kvBits = 32
 		case "16":
 			c.kvBits = 16
 		case "8":
 			c.kvBits = 8
 		default:
-			return fmt.Errorf("want 16 or 8")
+			return fmt.Errorf("want 32, 16 or 8")
 		}
 		return nil
 	}})

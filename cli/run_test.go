@@ -115,9 +115,10 @@ func TestDefaultAnswerCap(t *testing.T) {
 	}
 }
 
-// TestRunKVBits: --kv-bits 8 stores the KV cache in 8 bits, with fewer
-// bytes than the default for the same prompt; other values are a usage
-// error naming the flag.
+// TestRunKVBits: --kv-bits 16 and 8 store the KV cache in float16 and
+// int8, each with fewer bytes than the one before (float32 by default, or
+// --kv-bits 32) for the same prompt; other values are a usage error
+// naming the flag.
 func TestRunKVBits(t *testing.T) {
 	dir := tinyModel(t)
 	kv := func(args ...string) string {
@@ -132,11 +133,12 @@ func TestRunKVBits(t *testing.T) {
 		}
 		return strings.SplitN(after, " ·", 2)[0]
 	}
-	full, q8 := parseBytes(t, kv()), parseBytes(t, kv("--kv-bits", "8"))
-	if q8 >= full {
-		t.Fatalf("kv %.0f bytes with --kv-bits 8, %.0f without: want fewer", q8, full)
+	full, f32 := parseBytes(t, kv()), parseBytes(t, kv("--kv-bits", "32"))
+	f16, q8 := parseBytes(t, kv("--kv-bits", "16")), parseBytes(t, kv("--kv-bits", "8"))
+	if f32 != full || f16 >= f32 || q8 >= f16 {
+		t.Fatalf("kv bytes: default %.0f, --kv-bits 32 %.0f, 16 %.0f, 8 %.0f: want the default to be 32 and each smaller than the one before", full, f32, f16, q8)
 	}
-	if code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--kv-bits", "4"); code != 2 || !strings.Contains(errOut, "--kv-bits: want 16 or 8") {
+	if code, _, errOut := invoke(t, "", "run", dir, "--prompt", "x", "--kv-bits", "4"); code != 2 || !strings.Contains(errOut, "--kv-bits: want 32, 16 or 8") {
 		t.Fatalf("--kv-bits 4: exit %d, stderr %q", code, errOut)
 	}
 }

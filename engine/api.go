@@ -117,11 +117,15 @@ type Settings struct {
 	// enable_thinking support it (ModelInfo.ThinkingSwitch); others ignore
 	// it.
 	NoThinking bool
-	// KVBits is the precision of the stored keys and values: 16 (or 0,
-	// the default) keeps them at full precision (float32 rows today), 8
-	// stores int8 values with one float32 scale per token and KV head
-	// (kvcache's Quantized8: about a quarter of the bytes per token, with
-	// a small error on the attention output). A change empties the cache:
+	// KVBits is the precision of the stored keys and values: 32 (or 0,
+	// the default) keeps them as float32, the format attention reads, on
+	// every backend; 16 stores IEEE half floats (kvcache's Float16: half
+	// the bytes per token); 8 stores int8 values with one float32 scale
+	// per token and KV head (kvcache's Quantized8: (HeadDim+4)/(4*HeadDim)
+	// of the bytes per token, 0.28 for heads of 128). 16 and 8 decode the
+	// view into a float32 scratch of one layer's view at every step (more
+	// time per token on the CPU) and change the attention output a little
+	// (engine's TestKVBitsLogitError bounds it). A change empties the cache:
 	// the next Generate prefills the conversation again in the new format
 	// (Stats.CacheRestart RestartKVBits).
 	KVBits int
@@ -187,8 +191,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("max-tokens %d: want 0 (no limit) or a positive count", s.MaxTokens)
 	case s.SinkTokens < 0:
 		return fmt.Errorf("sink-tokens %d: want a positive number of tokens", s.SinkTokens)
-	case s.KVBits != 0 && s.KVBits != 16 && s.KVBits != 8:
-		return fmt.Errorf("kv-bits %d: want 16 or 8", s.KVBits)
+	case s.KVBits != 0 && s.KVBits != 32 && s.KVBits != 16 && s.KVBits != 8:
+		return fmt.Errorf("kv-bits %d: want 32 (float32), 16 (float16) or 8 (int8)", s.KVBits)
 	}
 	n := s.Normalize()
 	if n.MaxKV > 0 && n.MaxKV < 2*n.SinkTokens {
@@ -366,7 +370,7 @@ type CacheState struct {
 	// With Layout's message spans they tell which messages are attended.
 	Spans []Span
 	// KVBytes is the memory the KV cache holds now; KVBits its storage
-	// precision (16 or 8).
+	// precision (32, 16 or 8 bits per value, Settings.KVBits).
 	KVBytes int64
 	KVBits  int
 }
@@ -398,7 +402,7 @@ type Stats struct {
 	DecodeTime       time.Duration // spent sampling and decoding the answer
 	MemoryBytes      int64         // resident set size of the process (Linux), else memory the Go runtime obtained
 	KVBytes          int64         // bytes held by the KV cache
-	KVBits           int           // storage precision of the KV cache (16 or 8)
+	KVBits           int           // storage precision of the KV cache (32, 16 or 8)
 	PinnedTokens     int           // live tokens kept by pinned messages at the end of the request
 }
 

@@ -73,15 +73,18 @@ type Fit struct {
 	Visible int
 	Fits    bool
 	// KVBytesPerToken is what one more token of MaxKV costs in KV memory
-	// with the current storage (Settings.KVBits): the global layers that
-	// own a cache, each KVHeads x HeadDim x 2 (K and V) x the bytes per
-	// element, from the model's real cache layout.
+	// with the current storage (Settings.KVBits), from the model's real
+	// cache layout (kvcache.GlobalTokenBytes): the global layers that own
+	// a cache, each 2 (K and V) x KVHeads x HeadDim x 4 bytes as float32
+	// (2 as float16, 1 plus a float32 scale per head as int8), and with
+	// 16 or 8 bits the float32 scratch row the views are decoded into.
 	KVBytesPerToken int64
 	// SuggestedMaxKV is a cap under which the whole prompt and an answer
 	// of some length fit (rounded up, at most ContextLength), and
 	// SuggestedKVBytes the KV memory a cache full at that cap holds: every
 	// owning layer, sliding layers capped at their window plus their
-	// rewind slack. Zero when the prompt already fits, or when LiveCap is
+	// rewind slack, and the decoding scratch (kvcache.Footprint, which
+	// TestFootprint checks against the bytes a cache holds). Zero when the prompt already fits, or when LiveCap is
 	// already the model's context (nothing to raise).
 	SuggestedMaxKV   int
 	SuggestedKVBytes int64

@@ -27,8 +27,9 @@
 // line, word and character boundaries into pieces that fit with the room
 // for an answer under the cap, answers each piece after rewinding to the
 // anchor, and combines the summaries in rounds; every prompt plus its
-// answer stays under the cap, so the cache never trims. Settings.KVBits 8
-// makes a new kvcache with Quantized8 (the cache is emptied; Stats says
+// answer stays under the cap, so the cache never trims. Settings.KVBits 16
+// or 8 makes a new kvcache with Float16 or Quantized8 (32, the default,
+// keeps float32 rows; a change empties the cache; Stats says
 // RestartKVBits).
 //
 // Prefix reuse: the engine remembers every token id it has fed to the

@@ -11,7 +11,7 @@ import (
 type fitModel struct {
 	promptTools
 	specs   []kvcache.LayerSpec
-	opts    kvcache.Options // the cache options (Step, RewindSlack); Quantized8 per request
+	opts    kvcache.Options // the cache options (Step, RewindSlack); the format per request
 	context int             // the model's context length (0 = unknown)
 }
 
@@ -127,8 +127,12 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 	if c > 0 {
 		f.Window = max(0, c-sink-f.Pinned)
 	}
-	q8 := s.KVBits == 8
-	f.KVBytesPerToken = kvcache.GlobalTokenBytes(fm.specs, q8)
+	bits := s.KVBits
+	if bits == 0 {
+		bits = 32
+	}
+	opts := withKVBits(fm.opts, bits)
+	f.KVBytesPerToken = kvcache.GlobalTokenBytes(fm.specs, opts)
 	if !f.Fits {
 		room := s.MaxTokens
 		if room == 0 {
@@ -141,8 +145,6 @@ func (fm *fitModel) check(conv []Message, s Settings) (Fit, error) {
 		if suggest > c {
 			// A cap at the model's context already (MaxKV off, or
 			// set to it) has nothing to raise.
-			opts := fm.opts
-			opts.Quantized8 = q8
 			f.SuggestedMaxKV = suggest
 			f.SuggestedKVBytes = kvcache.Footprint(fm.specs, opts, suggest)
 		}

@@ -36,9 +36,8 @@ func (a *modelLM) vocabSize() int { return a.vocab }
 
 func (a *modelLM) configure(cfg cacheConfig) (bool, error) {
 	emptied := false
-	if q8 := cfg.kvBits == 8; q8 != a.opts.Quantized8 {
-		opts := a.opts
-		opts.Quantized8 = q8
+	if cfg.kvBits != a.opts.Bits() {
+		opts := withKVBits(a.opts, cfg.kvBits)
 		c, err := a.model.NewCache(opts)
 		if err != nil {
 			return false, fmt.Errorf("creating the %d-bit KV cache: %w", cfg.kvBits, err)
@@ -75,18 +74,18 @@ func (a *modelLM) clearAnchor() { a.cache.ClearAnchor() }
 
 func (a *modelLM) anchorAt() int { return a.cache.Stats().Anchor }
 
-func (a *modelLM) kvBits() int {
-	if a.opts.Quantized8 {
-		return 8
-	}
-	return 16
+func (a *modelLM) kvBits() int { return a.opts.Bits() }
+
+// withKVBits is opts with the storage format of kvBits (32, 16 or 8).
+func withKVBits(opts kvcache.Options, kvBits int) kvcache.Options {
+	opts.Float16, opts.Quantized8 = kvBits == 16, kvBits == 8
+	return opts
 }
 
 func (a *modelLM) footprint(kvBits, maxKV int) (perToken, total int64) {
-	opts := a.opts
-	opts.Quantized8 = kvBits == 8
+	opts := withKVBits(a.opts, kvBits)
 	specs := a.model.Config().Layers
-	return kvcache.GlobalTokenBytes(specs, opts.Quantized8), kvcache.Footprint(specs, opts, maxKV)
+	return kvcache.GlobalTokenBytes(specs, opts), kvcache.Footprint(specs, opts, maxKV)
 }
 
 func (a *modelLM) reset() error {

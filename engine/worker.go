@@ -24,7 +24,7 @@ type promptTools struct {
 // cacheConfig is what configure sets on the cache.
 type cacheConfig struct {
 	maxKV, sink int
-	kvBits      int // 16 or 8
+	kvBits      int // 32, 16 or 8
 }
 
 // lm is the model-plus-cache the worker drives. modelLM (model.go) adapts a
@@ -64,7 +64,7 @@ type lm interface {
 	forward(ids []int32) ([]float32, trimInfo, error)
 	// state is the live-window meter and the cache's bytes.
 	state() (CacheState, int64)
-	// kvBits is the storage precision of the cache now (16 or 8).
+	// kvBits is the storage precision of the cache now (32, 16 or 8).
 	kvBits() int
 	// footprint is the KV bytes per token of cap, and of a cache full at
 	// cap maxKV, with kvBits storage.
@@ -107,7 +107,7 @@ type worker struct {
 func (s Settings) cacheConfig(sink, contextLength int) cacheConfig {
 	bits := s.KVBits
 	if bits == 0 {
-		bits = 16
+		bits = 32
 	}
 	return cacheConfig{maxKV: s.LiveCap(contextLength), sink: sink, kvBits: bits}
 }

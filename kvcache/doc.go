@@ -166,12 +166,21 @@
 // backend that syncs before each Append never sees a row change under a
 // recorded op.
 //
-// With Options.Quantized8 rows are stored as int8 with one float32 absmax
-// scale per token and head (2 x KVHeads x (HeadDim+4) bytes per token
-// instead of 2 x KVHeads x HeadDim x 4); Append dequantizes the whole view
-// into an F32 scratch. The layers no other layer reads share one scratch
-// (a layer attends its view before the next layer appends); a layer that
-// others share from has its own. Stats.ScratchBytes counts them.
+// Rows are float32 by default (2 x KVHeads x HeadDim x 4 bytes per token),
+// the format views hand to attention, read in place. With Options.Float16
+// they are stored as IEEE half floats (x 2 bytes), with
+// Options.Quantized8 as int8 with one float32 absmax scale per token and
+// head (2 x KVHeads x (HeadDim+4)); Append then decodes the whole view
+// into a float32 scratch. The layers no other layer reads share one
+// scratch (a layer attends its view before the next layer appends); a
+// layer that others share from has its own. A scratch is as large as the
+// views need (rounded up to Step rows, but never beyond what the store
+// asking holds, so a small cap has a small scratch) and is freed at a
+// Begin once it is more than twice what the views since the last Begin
+// needed. Stats.ScratchBytes counts them. So with a few layers 8-bit
+// storage holds less than 16-bit, and 16-bit less than float32, at every
+// cap (TestSmallerFormatsHoldLess); 8-bit is always below 16-bit, whose
+// scratch is the same.
 // TokenBytes, GlobalTokenBytes and Footprint give the bytes per token and
 // the memory of a cache full at a given cap, from the layer specs, so a UI
 // can say what a larger --max-kv-size would cost.
@@ -180,7 +189,7 @@
 //
 // View tensors alias cache storage or scratch. They stay valid until the
 // next Begin, Commit, Abort, Rewind, SetMaxKV, SetSink or Reset, or the
-// next Append to the same layer; with Quantized8, the view of a layer no
+// next Append to the same layer; with Float16 or Quantized8, the view of a layer no
 // other layer shares from only until the next Append to any layer (the
 // shared scratch). A Cache is not safe for concurrent use.
 package kvcache

@@ -62,9 +62,16 @@ type Options struct {
 	// Step is the capacity growth granularity in tokens (0 = DefaultStep).
 	Step int
 	// Quantized8 stores keys and values as int8 with one float32 absmax
-	// scale per token and head (about 4x less memory); views are
-	// dequantized into a per-layer scratch on every Append.
+	// scale per token and head ((HeadDim+4)/(4*HeadDim) of the float32
+	// rows' memory, a little over a quarter); views are dequantized into
+	// a float32 scratch on every Append.
 	Quantized8 bool
+	// Float16 stores keys and values as IEEE half floats (half the
+	// float32 rows' memory, rounding each value to 11 significant bits);
+	// views are decoded into the float32 scratch like Quantized8's. At
+	// most one of Quantized8 and Float16 may be set; neither means
+	// float32 rows that views read in place.
+	Float16 bool
 	// RewindSlack is how many keys each sliding layer keeps, out of view,
 	// after they slide out of its window, so that Rewind can go back that
 	// many tokens: 0 means DefaultRewindSlack, NoRewindSlack (or any
@@ -90,9 +97,32 @@ type Options struct {
 	// writes in recording order. Everything else that moves rows (Begin's
 	// trims, Commit's window slide, Rewind, SetSink growth) still copies
 	// on the host, so those calls must be made with no recorded work
-	// pending (after the backend's Sync). Ignored with Quantized8, whose
-	// rows are encoded on the host. Nil means host copies.
+	// pending (after the backend's Sync). Ignored with Quantized8 or
+	// Float16, whose rows are encoded on the host. Nil means host copies.
 	Copy func(dst, src *tensor.Tensor) error
+}
+
+// encoding is the row format opts ask for.
+func (opts Options) encoding() encoding {
+	switch {
+	case opts.Quantized8:
+		return encQ8
+	case opts.Float16:
+		return encF16
+	}
+	return encF32
+}
+
+// Bits is the storage precision opts ask for, in bits per value: 32, 16
+// or 8.
+func (opts Options) Bits() int {
+	switch opts.encoding() {
+	case encQ8:
+		return 8
+	case encF16:
+		return 16
+	}
+	return 32
 }
 
 // DefaultOptions returns unlimited MaxKV, a DefaultSink-token sink,
@@ -147,8 +177,8 @@ type Stats struct {
 	Trimmed int   // positions dropped from the global layers since New/Reset
 	Window  int   // smallest effective sliding window (0 = no sliding layer)
 	Bytes   int64 // total bytes allocated (layers and ScratchBytes)
-	// ScratchBytes is the float32 scratch Quantized8 views are
-	// dequantized into (counted in Bytes, not in the layers').
+	// ScratchBytes is the float32 scratch Float16 and Quantized8 views
+	// are decoded into (counted in Bytes, not in the layers').
 	ScratchBytes int64
 	// Pinned is how many live keys of the global layers are pinned
 	// positions outside the sink (they count in Live).
@@ -238,7 +268,11 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			sources[sp.SharedFrom] = true
 		}
 	}
-	if opts.Quantized8 {
+	if opts.Quantized8 && opts.Float16 {
+		return nil, fmt.Errorf("kvcache: Quantized8 and Float16 both set: want one storage format")
+	}
+	enc := opts.encoding()
+	if enc != encF32 {
 		widest := 0
 		for _, sp := range specs {
 			widest = max(widest, sp.KVHeads*sp.HeadDim*4)
@@ -258,11 +292,11 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 				sl = slackRows
 			}
 			scr := c.shared
-			if opts.Quantized8 && sources[i] {
+			if enc != encF32 && sources[i] {
 				scr = &scratch{step: max(1, c.step*sp.KVHeads*sp.HeadDim*4)}
 				c.scratches = append(c.scratches, scr)
 			}
-			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, opts.Quantized8, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
+			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, enc, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -588,7 +622,7 @@ func (c *Cache) makeView(l *layer, w int) (View, error) {
 // appendCopy is the op Append records row copies with: Options.Copy when
 // storage comes from Options.Alloc and is not quantized, else nil.
 func (c *Cache) appendCopy(opts Options) func(dst, src *tensor.Tensor) error {
-	if opts.Copy == nil || opts.Alloc == nil || opts.Quantized8 {
+	if opts.Copy == nil || opts.Alloc == nil || opts.encoding() != encF32 {
 		return nil
 	}
 	return opts.Copy

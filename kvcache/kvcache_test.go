@@ -957,39 +957,91 @@ func TestCopyOption(t *testing.T) {
 }
 
 // TestFootprint: the bytes a cache really holds once it decodes at the cap
-// match Footprint, for F32 and 8-bit storage, with and without sliding
-// layers, and one more token of cap costs GlobalTokenBytes.
+// match Footprint, for float32, float16 and 8-bit storage, with and
+// without sliding layers, and one more token of cap costs
+// GlobalTokenBytes.
 func TestFootprint(t *testing.T) {
 	specs := []LayerSpec{global(2, 8), sliding(2, 8, 16), global(1, 4), sharedOf(global(2, 8), 0), sliding(1, 8, 64)}
-	for _, q8 := range []bool{false, true} {
+	for _, f := range []struct {
+		name string
+		opts Options
+	}{{"f32", Options{}}, {"f16", Options{Float16: true}}, {"q8", Options{Quantized8: true}}} {
 		for _, maxKV := range []int{24, 40, 100} {
-			opts := Options{MaxKV: maxKV, Quantized8: q8, RewindSlack: 5, Step: 8}
+			opts := f.opts
+			opts.MaxKV, opts.RewindSlack, opts.Step = maxKV, 5, 8
 			c, err := New(specs, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			chunk := 7 // past the cap in 7-token chunks, then decode
-			if q8 {
-				// A prefill chunk may leave the dequantization
-				// scratch larger than decoding needs: decode only.
+			if opts.encoding() != encF32 {
+				// A prefill chunk may leave the decoding scratch
+				// larger than decoding needs: decode only.
 				chunk = 1
 			}
 			feed(t, c, specs, maxKV+30, chunk)
 			feed(t, c, specs, 20, 1)
 			if got, want := c.Stats().Bytes, Footprint(specs, opts, maxKV); got != want {
-				t.Errorf("q8 %v max-kv %d: the cache holds %d bytes, Footprint says %d", q8, maxKV, got, want)
+				t.Errorf("%s max-kv %d: the cache holds %d bytes, Footprint says %d", f.name, maxKV, got, want)
 			}
 		}
-		per := GlobalTokenBytes(specs, q8)
-		want := TokenBytes(global(2, 8), q8) + TokenBytes(global(1, 4), q8)
-		if per != want {
-			t.Errorf("q8 %v: GlobalTokenBytes %d, want %d", q8, per, want)
+		// Past every window, one more token of cap costs GlobalTokenBytes.
+		if per, diff := GlobalTokenBytes(specs, f.opts), Footprint(specs, f.opts, 1001)-Footprint(specs, f.opts, 1000); per != diff {
+			t.Errorf("%s: GlobalTokenBytes %d, one more token of cap costs %d", f.name, per, diff)
 		}
 	}
-	if got := TokenBytes(global(2, 8), false); got != 2*2*8*4 {
-		t.Errorf("F32 token bytes %d", got)
+	for _, tc := range []struct {
+		opts Options
+		want int64
+	}{
+		{Options{}, 2 * 2 * 8 * 4},
+		{Options{Float16: true}, 2 * 2 * 8 * 2},
+		{Options{Quantized8: true}, 2 * 2 * (8 + 4)},
+	} {
+		if got := TokenBytes(global(2, 8), tc.opts); got != tc.want {
+			t.Errorf("%d-bit token bytes %d, want %d", tc.opts.Bits(), got, tc.want)
+		}
 	}
-	if got := TokenBytes(global(2, 8), true); got != 2*2*(8+4) {
-		t.Errorf("8-bit token bytes %d", got)
+	if _, err := New(specs, Options{Float16: true, Quantized8: true}); err == nil {
+		t.Error("Float16 and Quantized8 together: no error")
+	}
+}
+
+// TestSmallerFormatsHoldLess: at every cap, small ones included, 8-bit
+// storage holds less memory than 16-bit and 16-bit less than 32-bit once
+// there are a few layers (the float32 scratch views are decoded into is
+// one layer's view, not a fixed step: issue #15 found 141.5 KiB of 8-bit
+// against 48 KiB of float32 at a 24-token cap), and Stats.Bytes is what
+// Footprint predicts.
+func TestSmallerFormatsHoldLess(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		specs []LayerSpec
+		f16   bool // whether 16-bit must also beat 32-bit
+	}{
+		// The QA llama: 4 layers, 2 KV heads of 32.
+		{"tiny llama", []LayerSpec{global(2, 32), global(2, 32), global(2, 32), global(2, 32)}, true},
+		{"one layer", []LayerSpec{global(2, 32)}, false},
+		{"gemma3n-like", []LayerSpec{sliding(2, 32, 16), sliding(2, 32, 16), global(2, 32), sharedOf(sliding(2, 32, 16), 1), sharedOf(global(2, 32), 2)}, false},
+	} {
+		for _, maxKV := range []int{24, 64, 256, 1000} {
+			bytes := map[int]int64{}
+			for _, opts := range []Options{{}, {Float16: true}, {Quantized8: true}} {
+				opts.MaxKV = maxKV
+				c, err := New(tc.specs, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				feed(t, c, tc.specs, maxKV+10, 1)
+				got := c.Stats().Bytes
+				if want := Footprint(tc.specs, opts, maxKV); got != want {
+					t.Errorf("%s %d-bit max-kv %d: %d bytes, Footprint says %d", tc.name, opts.Bits(), maxKV, got, want)
+				}
+				bytes[opts.Bits()] = got
+			}
+			if bytes[8] >= bytes[16] || (tc.f16 && bytes[16] >= bytes[32]) {
+				t.Errorf("%s max-kv %d: 8-bit %d bytes, 16-bit %d, 32-bit %d: want each smaller than the next", tc.name, maxKV, bytes[8], bytes[16], bytes[32])
+			}
+		}
 	}
 }

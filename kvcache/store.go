@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -28,7 +29,7 @@ import (
 // an append; mask spans then follow the physical order.
 type store struct {
 	heads, dim int
-	q8         bool
+	enc        encoding
 	rowBytes   int // encoded bytes of one row (K or V of one token)
 	step       int // capacity granularity in rows
 
@@ -40,7 +41,7 @@ type store struct {
 	h, m    int
 	segs    []tensor.Span
 
-	// scr receives dequantized rows when q8 is set (see scratch); it may
+	// scr receives decoded rows when enc is not encF32 (see scratch); it may
 	// be shared with other layers, and is counted by the cache, not here.
 	scr *scratch
 
@@ -79,15 +80,30 @@ type slack struct {
 // end is the position after the newest slack row.
 func (sl *slack) end() int { return sl.start + sl.m }
 
-func newStore(heads, dim int, q8 bool, step, slackRows int, scr *scratch, alloc func(shape ...int) *tensor.Tensor, copyRows func(dst, src *tensor.Tensor) error) *store {
-	st := &store{heads: heads, dim: dim, q8: q8, step: step, alloc: alloc, copyRows: copyRows, sl: slack{max: slackRows}, scr: scr}
-	if q8 {
-		// Per row: one float32 absmax scale per head, then heads*dim int8.
-		st.rowBytes = heads*4 + heads*dim
-	} else {
-		st.rowBytes = heads * dim * 4
+// encoding is how a store keeps its rows.
+type encoding int
+
+const (
+	encF32 encoding = iota // float32, the View format: views alias storage
+	encF16                 // IEEE half floats, decoded into a scratch
+	encQ8                  // int8 with a float32 absmax scale per head, decoded into a scratch
+)
+
+// rowBytes is the size of one row (K or V of one token) of heads x dim
+// values in encoding e.
+func (e encoding) rowBytes(heads, dim int) int {
+	switch e {
+	case encF16:
+		return heads * dim * 2
+	case encQ8:
+		// One float32 absmax scale per head, then heads*dim int8.
+		return heads*4 + heads*dim
 	}
-	return st
+	return heads * dim * 4
+}
+
+func newStore(heads, dim int, enc encoding, step, slackRows int, scr *scratch, alloc func(shape ...int) *tensor.Tensor, copyRows func(dst, src *tensor.Tensor) error) *store {
+	return &store{heads: heads, dim: dim, enc: enc, rowBytes: enc.rowBytes(heads, dim), step: step, alloc: alloc, copyRows: copyRows, sl: slack{max: slackRows}, scr: scr}
 }
 
 func (st *store) ring() int        { return st.capRows - st.s }
@@ -142,7 +158,7 @@ func (st *store) restoreAnchor() {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, q8: st.q8, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr}
+	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -524,8 +540,15 @@ func (st *store) write(k, v *tensor.Tensor, n, pos0 int) error {
 
 // encode stores n F32 rows from src into dst in the store's row format.
 func (st *store) encode(dst, src []byte, n int) {
-	if !st.q8 {
+	switch st.enc {
+	case encF32:
 		copy(dst, src)
+		return
+	case encF16:
+		x := f32s(src[:n*st.heads*st.dim*4])
+		for i, v := range x {
+			binary.LittleEndian.PutUint16(dst[2*i:], tensor.F32ToF16(v))
+		}
 		return
 	}
 	rb, hd := st.rowBytes, st.heads*st.dim
@@ -559,6 +582,12 @@ func (st *store) encode(dst, src []byte, n int) {
 func (st *store) decode(dst, src []byte, n int) {
 	rb, hd := st.rowBytes, st.heads*st.dim
 	out := f32s(dst[:n*hd*4])
+	if st.enc == encF16 {
+		for i := range out {
+			out[i] = tensor.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+		return
+	}
 	for r := 0; r < n; r++ {
 		row := src[r*rb : (r+1)*rb]
 		scales := f32s(row[:st.heads*4])
@@ -583,7 +612,7 @@ func f32s(b []byte) []float32 {
 
 // view returns the F32 bytes of every live row in physical order and the
 // spans of their absolute positions in the same order. The store must be
-// contiguous. For q8 stores the bytes are a dequantized scratch copy.
+// contiguous. For F16 and Q8 stores the bytes are a decoded scratch copy.
 func (st *store) view() (k, v []byte, spans []tensor.Span) {
 	rows := st.live()
 	spans = append(spans, st.kept...)
@@ -595,9 +624,10 @@ func (st *store) view() (k, v []byte, spans []tensor.Span) {
 		spans = append(spans, spansSlice(st.segs, 0, R-st.h)...)
 	}
 	k, v = st.k[:rows*st.rowBytes], st.v[:rows*st.rowBytes]
-	if st.q8 {
-		f := rows * st.heads * st.dim * 4
-		sk, sv := st.scr.get(f, st.newBuf)
+	if st.enc != encF32 {
+		width := st.heads * st.dim * 4
+		// The scratch never needs more rows than the store can hold.
+		sk, sv := st.scr.get(rows*width, st.capRows*width, st.newBuf)
 		st.decode(sk, k, rows)
 		st.decode(sv, v, rows)
 		k, v = sk, sv
@@ -605,12 +635,14 @@ func (st *store) view() (k, v []byte, spans []tensor.Span) {
 	return k, v, spans
 }
 
-// scratch is the F32 buffer pair that Quantized8 views are dequantized
-// into. The layers whose views no other layer reads share one (a view is
-// used before the next layer appends); a layer that others share from has
-// its own, since its view is read again later in the chunk. Its capacity
-// is the largest view since the last release, rounded up to step bytes,
-// so it does not depend on the order the layers used it in.
+// scratch is the F32 buffer pair that Float16 and Quantized8 views are
+// decoded into. The layers whose views no other layer reads share one (a
+// view is used before the next layer appends); a layer that others share
+// from has its own, since its view is read again later in the chunk. Its
+// capacity is the largest view since the last release, rounded up to step
+// bytes but never beyond what the store asking holds (so a cache capped
+// at 24 tokens gets a 24-row scratch, not a step of 256), so it does not
+// depend on the order the layers used it in.
 type scratch struct {
 	k, v   []byte
 	kt, vt *tensor.Tensor // owners when alloc made them
@@ -618,10 +650,11 @@ type scratch struct {
 	used   int            // largest view in bytes since the last release
 }
 
-// get returns f bytes of K and V scratch, growing it when needed.
-func (sc *scratch) get(f int, newBuf func(int) ([]byte, *tensor.Tensor)) (k, v []byte) {
+// get returns f bytes of K and V scratch, growing it when needed to f
+// rounded up to the step, but at most limit (>= f) bytes.
+func (sc *scratch) get(f, limit int, newBuf func(int) ([]byte, *tensor.Tensor)) (k, v []byte) {
 	if cap(sc.k) < f {
-		c := roundUp(f, sc.step)
+		c := max(f, min(roundUp(f, sc.step), limit))
 		sc.k, sc.kt = newBuf(c)
 		sc.v, sc.vt = newBuf(c)
 	}
@@ -629,10 +662,11 @@ func (sc *scratch) get(f int, newBuf func(int) ([]byte, *tensor.Tensor)) (k, v [
 	return sc.k[:f], sc.v[:f]
 }
 
-// release frees the scratch when it is far larger than the views since the
-// last release needed.
+// release frees the scratch when it is more than twice as large as the
+// views since the last release needed (a store that has shrunk, e.g. a
+// sliding layer settling at its window), so the next get sizes it again.
 func (sc *scratch) release() {
-	if cap(sc.k) > 2*max(sc.used, sc.step) {
+	if sc.used > 0 && cap(sc.k) > 2*sc.used {
 		sc.free()
 	}
 	sc.used = 0
@@ -658,7 +692,7 @@ func (st *store) newBuf(n int) ([]byte, *tensor.Tensor) {
 // handles returns the owners of the bytes view() hands out (nil when they
 // came from make), so views can carry the backend handle.
 func (st *store) handles() (k, v *tensor.Tensor) {
-	if st.q8 {
+	if st.enc != encF32 {
 		return st.scr.kt, st.scr.vt
 	}
 	return st.kt, st.vt

@@ -65,7 +65,7 @@ type commandSpec struct {
 
 // commandTable lists every command in /help order.
 var commandTable = []commandSpec{
-	{CmdKV, "N|off|bits 8|16", "cap the live KV window at N tokens, or remove the cap; bits 8 stores the cache in 8 bits (about a quarter of the memory), bits 16 at full precision", parseKV},
+	{CmdKV, "N|off|bits 32|16|8", "cap the live KV window at N tokens, or remove the cap (then the model's context is the cap); bits: the cache's storage, 32 float32 (default), 16 float16 (half the memory), 8 int8 (a little over a quarter)", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
 	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off = 1)", orOff(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] or \"off\""))},
@@ -129,12 +129,10 @@ func ParseCommand(line string) (Command, error) {
 func parseKV(c *Command, arg string) error {
 	if f := strings.Fields(arg); len(f) > 0 && strings.EqualFold(f[0], "bits") {
 		switch {
-		case len(f) == 2 && f[1] == "8":
-			c.Bits = 8
-		case len(f) == 2 && f[1] == "16":
-			c.Bits = 16
+		case len(f) == 2 && (f[1] == "32" || f[1] == "16" || f[1] == "8"):
+			c.Bits, _ = strconv.Atoi(f[1])
 		default:
-			return fmt.Errorf("expected \"bits 8\" or \"bits 16\", got %q", arg)
+			return fmt.Errorf("expected \"bits 32\", \"bits 16\" or \"bits 8\", got %q", arg)
 		}
 		return nil
 	}
@@ -144,7 +142,7 @@ func parseKV(c *Command, arg string) error {
 	}
 	n, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || n < 1 || n > math.MaxInt32 {
-		return fmt.Errorf("expected a positive number of tokens, \"off\" or \"bits 8|16\", got %q", arg)
+		return fmt.Errorf("expected a positive number of tokens, \"off\" or \"bits 32|16|8\", got %q", arg)
 	}
 	c.Int = n
 	return nil
@@ -259,7 +257,7 @@ func HelpText() string {
 // Complete completes the slash command being typed in line (the whole input).
 // It returns the completed line and, when several candidates remain, their
 // list for display. themeNames are the candidates for "/theme "; "/kv "
-// completes "off" and "bits", "/kv bits " the two precisions.
+// completes "off" and "bits", "/kv bits " the three precisions.
 func Complete(line string, themeNames []string) (string, []string) {
 	if !strings.HasPrefix(line, "/") || strings.Contains(line, "\n") {
 		return line, nil
@@ -288,7 +286,7 @@ func Complete(line string, themeNames []string) (string, []string) {
 	case CmdKV:
 		pool = []string{"off", "bits"}
 		if w, rest, ok := strings.Cut(arg, " "); ok && strings.EqualFold(w, "bits") {
-			pool, arg = []string{"8", "16"}, strings.TrimLeft(rest, " ")
+			pool, arg = []string{"32", "16", "8"}, strings.TrimLeft(rest, " ")
 		}
 	case CmdMax, CmdTopP, CmdTopK, CmdMinP:
 		pool = []string{"off"}

@@ -36,7 +36,7 @@ import (
 //	  "repetition_penalty": 1.1, "repetition_window": 64,
 //	  "seed": 0, "max_tokens": 0, "no_loop_detect": false,
 //	  "think": true,              // false: reasoning models answer without thinking
-//	  "kv_bits": 16,              // 8: the KV cache in 8 bits (about a quarter of the memory)
+//	  "kv_bits": 32,              // float32; 16: float16 (half the memory); 8: int8 (a little over a quarter)
 //	  "system": "You are concise.",
 //	  "stop": ["</answer>"]
 //	}
@@ -64,7 +64,7 @@ type Config struct {
 	MaxTokens         *int     `json:"max_tokens,omitempty"`
 	NoLoopDetect      *bool    `json:"no_loop_detect,omitempty"`
 	Think             *bool    `json:"think,omitempty"`   // false: engine.Settings.NoThinking
-	KVBits            *int     `json:"kv_bits,omitempty"` // 16 or 8: engine.Settings.KVBits
+	KVBits            *int     `json:"kv_bits,omitempty"` // 32, 16 or 8: engine.Settings.KVBits
 	System            *string  `json:"system,omitempty"`
 	Stop              []string `json:"stop,omitempty"`
 }
@@ -105,8 +105,8 @@ func (c Config) checkSettings() error {
 	if c.SinkTokens != nil && *c.SinkTokens <= 0 {
 		return fmt.Errorf("sink_tokens %d: want a positive number of tokens", *c.SinkTokens)
 	}
-	if c.KVBits != nil && *c.KVBits != 8 && *c.KVBits != 16 {
-		return fmt.Errorf("kv_bits %d: want 16 or 8", *c.KVBits)
+	if c.KVBits != nil && *c.KVBits != 32 && *c.KVBits != 16 && *c.KVBits != 8 {
+		return fmt.Errorf("kv_bits %d: want 32 (float32), 16 (float16) or 8 (int8)", *c.KVBits)
 	}
 	if c.RepetitionWindow != nil && *c.RepetitionWindow <= 0 {
 		return fmt.Errorf("repetition_window %d: want a positive number of tokens", *c.RepetitionWindow)

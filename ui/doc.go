@@ -91,7 +91,7 @@
 // is the model's context length (the engine trims there too), "∞" only
 // when the model gives none.
 // Pinned tokens ("· 120 pinned") and the cache's memory ("· KV 1.2 MiB",
-// "(8-bit)" when /kv bits 8) follow when there are any. A Trim
+// "(16-bit)" or "(8-bit)" under /kv bits 16 or 8) follow when there are any. A Trim
 // event flashes the bar and shows "✂ N" for a moment: N is how much the
 // meter's trimmed count grew since the flash began, so the two agree. During prefill the
 // second segment is "prefill 3/6 chunks · 412 tok/s" (from "prefill 0/6
@@ -109,7 +109,7 @@
 //
 // Enter sends; Alt+Enter or Ctrl+J insert a newline; Up/Down on the first
 // or last line walk the input history; Tab completes /commands (and theme
-// names, "off" for /kv, /max, /topp, /topk, /minp, "bits 8|16" for /kv); Esc stops the answer (the partial answer is kept,
+// names, "off" for /kv, /max, /topp, /topk, /minp, "bits 32|16|8" for /kv); Esc stops the answer (the partial answer is kept,
 // and so is the reasoning of a model stopped while thinking; if nothing
 // was generated yet the message goes back into the editor, above anything
 // typed meanwhile);
@@ -178,11 +178,13 @@
 // A message pinned after part of it was trimmed makes the next answer
 // prefill the conversation again (/stats says why).
 //
-// /kv bits 8 and /kv bits 16 set engine.Settings.KVBits: 8 stores the
-// cache as int8 with a scale per token and head (about a quarter of the
-// memory). The change empties the cache, so the next answer prefills the
-// conversation again. The meter shows the cache's memory, "KV 60.0 MiB",
-// with "(8-bit)" when it stores 8 bits.
+// /kv bits 32, 16 and 8 set engine.Settings.KVBits: 32 (the default)
+// stores the cache as float32, 16 as float16 (half the memory), 8 as int8
+// with a scale per token and head (a little over a quarter); 16 and 8
+// decode into a float32 copy of one layer's view. The change empties the
+// cache, so the next answer prefills the conversation again. The meter
+// shows the bytes the cache holds, "KV 60.0 MiB", with "(16-bit)" or
+// "(8-bit)" when it stores those.
 //
 // # Summarize
 //
@@ -226,7 +228,7 @@
 //
 // # Commands
 //
-// /kv N|off|bits 8|16, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
+// /kv N|off|bits 32|16|8, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
 // /seed N, /max N|off, /think on|off (refused when the model's template
 // has no enable_thinking switch),
 // /system TEXT, /summarize [INSTRUCTION], /read PATH, /pin [N], /unpin [N],

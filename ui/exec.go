@@ -151,7 +151,7 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	return nil
 }
 
-// kvBitsCommand carries out /kv bits 8|16: the storage precision of the
+// kvBitsCommand carries out /kv bits 32|16|8: the storage precision of the
 // KV cache. A change empties the cache (engine.RestartKVBits), so the next
 // answer prefills the conversation again.
 func (m *model) kvBitsCommand(bits int) error {
@@ -161,17 +161,20 @@ func (m *model) kvBitsCommand(bits int) error {
 		return nil
 	}
 	s.KVBits = bits
-	msg := "KV cache 16-bit (full precision)"
-	if bits == 8 {
-		msg = "KV cache 8-bit (int8 with a scale per token and head: about a quarter of the memory)"
+	msg := "KV cache 32-bit (float32, the format attention reads)"
+	switch bits {
+	case 16:
+		msg = "KV cache 16-bit (float16: half the memory of float32, decoded to float32 at every step)"
+	case 8:
+		msg = "KV cache 8-bit (int8 with a scale per token and head: a little over a quarter of the memory of float32, decoded to float32 at every step)"
 	}
 	return m.changeSettings("/kv bits", s, msg+"; the cache starts over and the next answer prefills the conversation again")
 }
 
-// kvBits is the KV storage precision of s (16 when unset).
+// kvBits is the KV storage precision of s (32, float32, when unset).
 func kvBits(s engine.Settings) int {
 	if s.KVBits == 0 {
-		return 16
+		return 32
 	}
 	return s.KVBits
 }

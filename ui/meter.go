@@ -92,8 +92,8 @@ func meterTextAt(s meterState, level int) string {
 	}
 	if s.KVBytes > 0 {
 		t += " · KV " + formatBytes(s.KVBytes)
-		if s.KVBits == 8 {
-			t += " (8-bit)"
+		if s.KVBits == 16 || s.KVBits == 8 {
+			t += fmt.Sprintf(" (%d-bit)", s.KVBits)
 		}
 	}
 	return t

@@ -357,7 +357,7 @@ func TestBadCommand(t *testing.T) {
 	tests := []struct {
 		line, want string
 	}{
-		{"/kv abc", `/kv: expected a positive number of tokens, "off" or "bits 8|16", got "abc"`},
+		{"/kv abc", `/kv: expected a positive number of tokens, "off" or "bits 32|16|8", got "abc"`},
 		{"/kv 3", "/kv: max-kv-size 3: want "}, // the rest is engine.Settings.Validate wording
 		{"/temp hot", `/temp: expected a temperature >= 0, got "hot"`},
 		{"/theme neon", `/theme: unknown theme "neon"`},

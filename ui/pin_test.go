@@ -197,14 +197,19 @@ func TestPinBudget(t *testing.T) {
 }
 
 // TestMeterPinnedAndKV: the meter shows the pinned tokens and the KV
-// memory, marked 8-bit when the cache stores 8 bits.
+// memory, marked 16-bit or 8-bit when the cache stores those (float32, the
+// default, is not marked).
 func TestMeterPinnedAndKV(t *testing.T) {
 	m, _ := newTestModel(t, withMaxKV(64))
 	update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
 	ready(m)
-	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 60 << 20, KVBits: 16})
+	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 60 << 20, KVBits: 32})
 	s := screen(m)
-	if !strings.Contains(s, "64/64 live · 300 seen · 236 trimmed · 20 pinned · swa 512 · KV 60.0 MiB") || strings.Contains(s, "8-bit") {
+	if !strings.Contains(s, "64/64 live · 300 seen · 236 trimmed · 20 pinned · swa 512 · KV 60.0 MiB") || strings.Contains(s, "-bit") {
+		t.Fatalf("32-bit meter:\n%s", s)
+	}
+	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 30 << 20, KVBits: 16})
+	if s := screen(m); !strings.Contains(s, "20 pinned · swa 512 · KV 30.0 MiB (16-bit)") {
 		t.Fatalf("16-bit meter:\n%s", s)
 	}
 	events(m, engine.CacheState{Live: 64, Max: 64, Seen: 300, Trimmed: 236, Pinned: 20, Window: 512, KVBytes: 15 << 20, KVBits: 8})
@@ -213,7 +218,7 @@ func TestMeterPinnedAndKV(t *testing.T) {
 	}
 }
 
-// TestKVBitsCommand: /kv bits 8 and 16 change Settings.KVBits (the same
+// TestKVBitsCommand: /kv bits 8, 16 and 32 change Settings.KVBits (the same
 // value again says so and sends nothing); a bad value is one error line
 // and changes nothing; /stats explains the restart, /model the storage.
 func TestKVBitsCommand(t *testing.T) {
@@ -225,7 +230,7 @@ func TestKVBitsCommand(t *testing.T) {
 	if us.Settings.KVBits != 8 || m.set.cur.KVBits != 8 {
 		t.Fatalf("settings sent %+v", us.Settings)
 	}
-	if n := noticeOf(screen(m)); !strings.HasPrefix(n, "• KV cache 8-bit (int8 with a scale per token and head: about a quarter of the memory); the cache starts over") {
+	if n := noticeOf(screen(m)); !strings.HasPrefix(n, "• KV cache 8-bit (int8 with a scale per token and head: a little over a quarter of the memory of float32, decoded to float32 at every step); the cache starts over") {
 		t.Fatalf("/kv bits 8: %q", n)
 	}
 	before := countOf[engine.UpdateSettings](fe)
@@ -234,7 +239,7 @@ func TestKVBitsCommand(t *testing.T) {
 		t.Fatalf("/kv bits 8 again: %q", n)
 	}
 	command(m, "/kv bits 4")
-	if n := noticeOf(screen(m)); n != `✗ /kv: expected "bits 8" or "bits 16", got "bits 4"`+recallHint || countOf[engine.UpdateSettings](fe) != before {
+	if n := noticeOf(screen(m)); n != `✗ /kv: expected "bits 32", "bits 16" or "bits 8", got "bits 4"`+recallHint || countOf[engine.UpdateSettings](fe) != before {
 		t.Fatalf("/kv bits 4: %q", n)
 	}
 	command(m, "/model")
@@ -248,9 +253,17 @@ func TestKVBitsCommand(t *testing.T) {
 	if s := flat(screen(m)); !strings.Contains(s, "the cache started over: the KV storage changed (/kv bits)") {
 		t.Errorf("/stats lacks the restart reason:\n%s", screen(m))
 	}
-	command(m, "/kv bits 16")
-	if us, _ := lastOf[engine.UpdateSettings](t, fe); us.Settings.KVBits != 16 {
-		t.Fatalf("/kv bits 16 sent %+v", us.Settings)
+	for _, bits := range []int{16, 32} {
+		command(m, fmt.Sprintf("/kv bits %d", bits))
+		if us, _ := lastOf[engine.UpdateSettings](t, fe); us.Settings.KVBits != bits {
+			t.Fatalf("/kv bits %d sent %+v", bits, us.Settings)
+		}
+	}
+	m2, fe2 := newTestModel(t)
+	ready(m2)
+	command(m2, "/kv bits 32")
+	if n := noticeOf(screen(m2)); n != "• the KV cache is already 32-bit" || countOf[engine.UpdateSettings](fe2) != 0 {
+		t.Fatalf("/kv bits 32 on the default: %q", n)
 	}
 }
 
