@@ -176,6 +176,21 @@ func TestRandomSchedulesQuantized8(t *testing.T) {
 	}
 }
 
+// TestRandomSchedulesFloat16 repeats random schedules with float16
+// storage: every stored value is the appended one rounded to the nearest
+// half float, and outputs stay close.
+func TestRandomSchedulesFloat16(t *testing.T) {
+	seeds := int64(40)
+	if testing.Short() {
+		seeds = 12
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			runScheduleWith(t, rand.New(rand.NewSource(seed)), 30, false, seed, func(o *Options) { o.Float16 = true }, nil)
+		})
+	}
+}
+
 // TestRandomSchedulesPins plays random schedules with pinned spans (some
 // refused for not fitting beside the sink in half the cap, some released)
 // and anchors (rewinds back to them from beyond the rewind slack) among the

@@ -569,7 +569,8 @@ type harness struct {
 	tol    float64 // on attention outputs
 	rowTol float64 // on stored K/V values (0: bit-exact)
 	q8     bool
-	checks int // views checked
+	f16    bool // stored values must be exactly the appended ones rounded to float16
+	checks int  // views checked
 	// backend, when set, also runs every view through a real
 	// tensor.Backend's Attention, compared with backendTol.
 	backend    tensor.Backend
@@ -589,9 +590,14 @@ func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSee
 	if err != nil {
 		t.Fatalf("New(%+v, %+v): %v", specs, opts, err)
 	}
-	h := &harness{t: t, c: c, ref: newRef(specs, opts), specs: specs, hq: hq, data: rand.New(rand.NewSource(dataSeed)), tol: 1e-9, q8: opts.Quantized8}
-	if opts.Quantized8 {
+	h := &harness{t: t, c: c, ref: newRef(specs, opts), specs: specs, hq: hq, data: rand.New(rand.NewSource(dataSeed)), tol: 1e-9, q8: opts.Quantized8, f16: opts.Float16}
+	switch {
+	case opts.Quantized8:
 		h.tol, h.rowTol = 0.08, 1
+	case opts.Float16:
+		// Each value within 2^-11 of itself: outputs of unit-variance
+		// data move by about 1e-3.
+		h.tol = 0.01
 	}
 	return h
 }
@@ -878,6 +884,9 @@ func (h *harness) checkView(l, n int, view View) {
 		for x := 0; x < row; x++ {
 			gk, wk := kf[j*row+x], h.ref.keys[o][p][x]
 			gv, wv := vf[j*row+x], h.ref.vals[o][p][x]
+			if h.f16 {
+				wk, wv = tensor.F16ToF32(tensor.F32ToF16(wk)), tensor.F16ToF32(tensor.F32ToF16(wv))
+			}
 			if h.rowTol == 0 {
 				if gk != wk || gv != wv {
 					t.Fatalf("layer %d key %d (position %d) elem %d: K %v V %v, appended K %v V %v", l, j, p, x, gk, gv, wk, wv)

@@ -1,10 +1,10 @@
 package kvcache
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"mlxchat/tensor"
@@ -546,8 +546,9 @@ func (st *store) encode(dst, src []byte, n int) {
 		return
 	case encF16:
 		x := f32s(src[:n*st.heads*st.dim*4])
+		h := u16s(dst[:len(x)*2])
 		for i, v := range x {
-			binary.LittleEndian.PutUint16(dst[2*i:], tensor.F32ToF16(v))
+			h[i] = tensor.F32ToF16(v)
 		}
 		return
 	}
@@ -583,8 +584,9 @@ func (st *store) decode(dst, src []byte, n int) {
 	rb, hd := st.rowBytes, st.heads*st.dim
 	out := f32s(dst[:n*hd*4])
 	if st.enc == encF16 {
-		for i := range out {
-			out[i] = tensor.F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		tab := f16Table()
+		for i, h := range u16s(src[:len(out)*2]) {
+			out[i] = tab[h]
 		}
 		return
 	}
@@ -599,6 +601,26 @@ func (st *store) decode(dst, src []byte, n int) {
 			}
 		}
 	}
+}
+
+// f16Table maps every half-float bit pattern to its float32 value, built
+// on first use (256 KiB, read-only afterwards): decoding a Float16 view at
+// every step is one load per value instead of tensor.F16ToF32's branches.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = tensor.F16ToF32(uint16(i))
+	}
+	return &t
+})
+
+// u16s views little-endian uint16 bytes as []uint16 without copying (see
+// f32s).
+func u16s(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
 }
 
 // f32s views little-endian float32 bytes as []float32 without copying
