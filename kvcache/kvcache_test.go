@@ -211,9 +211,9 @@ func TestRandomSchedulesPins(t *testing.T) {
 				saves += h.ref.pinSaves
 			})
 		}
-		// About one pin set, pin save and rewind per seed on average
-		// (300 seeds: ~1.1 each; -short's 60 can land a little under).
-		if pinSets < seeds*3/4 || saves < seeds*3/4 || toAnchor < seeds/20 || rewinds < seeds*3/4 {
+		// 300 seeds make ~1.09 pin sets, ~41 pin saves, ~3.7 rewinds and
+		// 0.13 rewinds to an anchor per seed; -short's 60 make 57 pin sets.
+		if pinSets < seeds*3/4 || saves < seeds || toAnchor < seeds/20 || rewinds < seeds {
 			t.Fatalf("q8=%v: %d seeds set pins %d times (keeping %d keys a trim would have dropped), rewound %d times, %d of them to an anchor beyond the slack: schedules too weak",
 				q8, seeds, pinSets, saves, rewinds, toAnchor)
 		}
