@@ -498,13 +498,17 @@ const (
 
 // attnDSplit cuts nk keys into splits for attnd: 32 keys each (the
 // kernel's chunk) up to 128 splits, longer splits (whole chunks) beyond.
+// The split count follows nk rounded up to 256 keys, so a growing cache
+// changes the launch grid (and makes the step record a new plan) once
+// every 256 decoded tokens, not every 32; splits past the last key see
+// none and attnmerge skips them.
 func attnDSplit(nk int) (kps, splits int) {
-	const chunk, maxSplits = 32, 128
+	const chunk, maxSplits, bucket = 32, 128, 256
 	if nk <= chunk {
 		return 0, 1
 	}
 	kps = (nk + chunk*maxSplits - 1) / (chunk * maxSplits) * chunk
-	return kps, (nk + kps - 1) / kps
+	return kps, ((nk+bucket-1)/bucket*bucket + kps - 1) / kps
 }
 
 // attnSplit chooses how to split the keys of a decode-sized attention over

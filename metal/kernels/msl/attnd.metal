@@ -98,7 +98,7 @@ struct D
 
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
-kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer(1)]], const device K& _333 [[buffer(2)]], const device V& _705 [[buffer(3)]], const device Sp& _241 [[buffer(4)]], device D& _871 [[buffer(5)]], device P& _804 [[buffer(6)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer(1)]], const device K& _353 [[buffer(2)]], const device V& _772 [[buffer(3)]], const device Sp& _241 [[buffer(4)]], device D& _976 [[buffer(5)]], device P& _909 [[buffer(6)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float qs[2048];
     threadgroup float red[1024];
@@ -141,10 +141,14 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
     uint d0 = min(p.d, (prt * dlen));
     uint d1 = min(p.d, (d0 + dlen));
     spvUnsafeArray<float, 8> dots;
+    spvUnsafeArray<float, 16> kv;
+    float _347;
     spvUnsafeArray<float, 8> mnew;
     spvUnsafeArray<float, 8> alpha;
-    float _514;
-    float _571;
+    float _560;
+    float _617;
+    spvUnsafeArray<float, 32> v;
+    float _766;
     for (uint base = k0; base < k1; base += 32u)
     {
         uint key = base + j;
@@ -189,14 +193,29 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
         if (vis)
         {
             uint kb = (p.ob2 + (key * kstride)) + (kvh * p.d);
-            for (uint i_2 = d0; i_2 < d1; i_2++)
+            for (uint i0 = d0; i0 < d1; i0 += 16u)
             {
-                float kv = _333.kk[kb + i_2];
-                for (uint g_2 = 0u; g_2 < 8u; g_2++)
+                for (uint u = 0u; u < 16u; u++)
                 {
-                    if (g_2 < G)
+                    if ((i0 + u) < d1)
                     {
-                        dots[g_2] += (qs[(g_2 * p.d) + i_2] * kv);
+                        _347 = _353.kk[(kb + i0) + u];
+                    }
+                    else
+                    {
+                        _347 = 0.0;
+                    }
+                    kv[u] = _347;
+                }
+                for (uint u_1 = 0u; u_1 < 16u; u_1++)
+                {
+                    uint i_2 = min((i0 + u_1), (d1 - 1u));
+                    for (uint g_2 = 0u; g_2 < 8u; g_2++)
+                    {
+                        if (g_2 < G)
+                        {
+                            dots[g_2] += (qs[(g_2 * p.d) + i_2] * kv[u_1]);
+                        }
                     }
                 }
             }
@@ -244,13 +263,13 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             mnew[g_6] = fast::max(m[g_6], cm);
             if (isinf(mnew[g_6]))
             {
-                _514 = 1.0;
+                _560 = 1.0;
             }
             else
             {
-                _514 = exp(m[g_6] - mnew[g_6]);
+                _560 = exp(m[g_6] - mnew[g_6]);
             }
-            alpha[g_6] = _514;
+            alpha[g_6] = _560;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint e_1 = t; e_1 < (G * 32u); e_1 += 128u)
@@ -266,13 +285,13 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             }
             if (isinf(s_2))
             {
-                _571 = 0.0;
+                _617 = 0.0;
             }
             else
             {
-                _571 = exp(s_2 - mg);
+                _617 = exp(s_2 - mg);
             }
-            pw[e_1] = _571;
+            pw[e_1] = _617;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         uint cnt = min(32u, (k1 - base));
@@ -288,27 +307,52 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
                 l[g_8] = (l[g_8] * alpha[g_8]) + ls;
                 for (uint s_3 = 0u; s_3 < 4u; s_3++)
                 {
-                    uint _643 = (g_8 * 4u) + s_3;
-                    acc[_643] *= alpha[g_8];
+                    uint _689 = (g_8 * 4u) + s_3;
+                    acc[_689] *= alpha[g_8];
                 }
                 m[g_8] = mnew[g_8];
             }
         }
         uint vb = (p.ob3 + (base * kstride)) + (kvh * p.d);
-        for (uint jj_3 = 0u; jj_3 < cnt; jj_3++)
+        for (uint j0 = 0u; j0 < cnt; j0 += 8u)
         {
-            for (uint s_4 = 0u; s_4 < 4u; s_4++)
+            for (uint u_2 = 0u; u_2 < 8u; u_2++)
             {
-                uint dim = t + (s_4 * 128u);
-                if (dim < p.d)
+                for (uint s_4 = 0u; s_4 < 4u; s_4++)
                 {
-                    float v = _705.vv[(vb + (jj_3 * kstride)) + dim];
+                    uint dim = t + (s_4 * 128u);
+                    bool _758 = (j0 + u_2) < cnt;
+                    bool _765;
+                    if (_758)
+                    {
+                        _765 = dim < p.d;
+                    }
+                    else
+                    {
+                        _765 = _758;
+                    }
+                    if (_765)
+                    {
+                        _766 = _772.vv[(vb + ((j0 + u_2) * kstride)) + dim];
+                    }
+                    else
+                    {
+                        _766 = 0.0;
+                    }
+                    v[(u_2 * 4u) + s_4] = _766;
+                }
+            }
+            for (uint u_3 = 0u; u_3 < 8u; u_3++)
+            {
+                uint jj_3 = min((j0 + u_3), 31u);
+                for (uint s_5 = 0u; s_5 < 4u; s_5++)
+                {
                     for (uint g_9 = 0u; g_9 < 8u; g_9++)
                     {
                         if (g_9 < G)
                         {
-                            uint _731 = (g_9 * 4u) + s_4;
-                            acc[_731] += (pw[(g_9 * 32u) + jj_3] * v);
+                            uint _829 = (g_9 * 4u) + s_5;
+                            acc[_829] += (pw[(g_9 * 32u) + jj_3] * v[(u_3 * 4u) + s_5]);
                         }
                     }
                 }
@@ -328,26 +372,26 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             uint pb = p.ob6 + (((row * gl_NumWorkGroups.z) + gl_WorkGroupID.z) * (p.d + 2u));
             if (t == 0u)
             {
-                _804.part[pb] = m[g_10];
-                _804.part[pb + 1u] = l[g_10];
+                _909.part[pb] = m[g_10];
+                _909.part[pb + 1u] = l[g_10];
             }
-            for (uint s_5 = 0u; s_5 < 4u; s_5++)
+            for (uint s_6 = 0u; s_6 < 4u; s_6++)
             {
-                uint dim_1 = t + (s_5 * 128u);
+                uint dim_1 = t + (s_6 * 128u);
                 if (dim_1 < p.d)
                 {
-                    _804.part[(pb + 2u) + dim_1] = acc[(g_10 * 4u) + s_5];
+                    _909.part[(pb + 2u) + dim_1] = acc[(g_10 * 4u) + s_6];
                 }
             }
         }
         else
         {
-            for (uint s_6 = 0u; s_6 < 4u; s_6++)
+            for (uint s_7 = 0u; s_7 < 4u; s_7++)
             {
-                uint dim_2 = t + (s_6 * 128u);
+                uint dim_2 = t + (s_7 * 128u);
                 if (dim_2 < p.d)
                 {
-                    _871.dst[(p.ob5 + (row * p.d)) + dim_2] = acc[(g_10 * 4u) + s_6] / l[g_10];
+                    _976.dst[(p.ob5 + (row * p.d)) + dim_2] = acc[(g_10 * 4u) + s_7] / l[g_10];
                 }
             }
         }

@@ -46,6 +46,8 @@ const uint PARTS = 4u;            // invocations sharing one key's dot products 
 const uint MAXG = 8u;             // query heads per KV head
 const uint MAXQ = 2048u;          // G * d
 const uint DS = 4u;               // output dimensions per invocation: d <= 512
+const uint DB = 16u;              // key values loaded together per invocation
+const uint VB = 8u;               // value rows loaded together
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 shared float qs[MAXQ];
@@ -106,12 +108,20 @@ void main() {
             dots[g] = 0.0;
         }
         if (vis) {
+            // DB loads in flight at once: with few workgroups a decode
+            // step cannot hide one memory round trip per value.
             uint kb = p.ob2 + key * kstride + kvh * p.d;
-            for (uint i = d0; i < d1; i++) {
-                float kv = kk[kb + i];
-                for (uint g = 0u; g < MAXG; g++) {
-                    if (g < G) {
-                        dots[g] += qs[g * p.d + i] * kv;
+            for (uint i0 = d0; i0 < d1; i0 += DB) {
+                float kv[DB];
+                for (uint u = 0u; u < DB; u++) {
+                    kv[u] = i0 + u < d1 ? kk[kb + i0 + u] : 0.0;
+                }
+                for (uint u = 0u; u < DB; u++) {
+                    uint i = min(i0 + u, d1 - 1u);
+                    for (uint g = 0u; g < MAXG; g++) {
+                        if (g < G) {
+                            dots[g] += qs[g * p.d + i] * kv[u];
+                        }
                     }
                 }
             }
@@ -177,14 +187,20 @@ void main() {
             }
         }
         uint vb = p.ob3 + base * kstride + kvh * p.d;
-        for (uint jj = 0u; jj < cnt; jj++) {
-            for (uint s = 0u; s < DS; s++) {
-                uint dim = t + s * 128u;
-                if (dim < p.d) {
-                    float v = vv[vb + jj * kstride + dim];
+        for (uint j0 = 0u; j0 < cnt; j0 += VB) {
+            float v[VB * DS];
+            for (uint u = 0u; u < VB; u++) {
+                for (uint s = 0u; s < DS; s++) {
+                    uint dim = t + s * 128u;
+                    v[u * DS + s] = (j0 + u < cnt && dim < p.d) ? vv[vb + (j0 + u) * kstride + dim] : 0.0;
+                }
+            }
+            for (uint u = 0u; u < VB; u++) {
+                uint jj = min(j0 + u, KC - 1u);  // pw is 0 past cnt only within the chunk; v is 0 there
+                for (uint s = 0u; s < DS; s++) {
                     for (uint g = 0u; g < MAXG; g++) {
                         if (g < G) {
-                            acc[g * DS + s] += pw[g * KC + jj] * v;
+                            acc[g * DS + s] += pw[g * KC + jj] * v[u * DS + s];
                         }
                     }
                 }
