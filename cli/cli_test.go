@@ -226,7 +226,7 @@ func TestBenchGPU(t *testing.T) {
 	}
 	launches, _ := strconv.Atoi(regexp.MustCompile(`steps timed, ([0-9]+) launches`).FindStringSubmatch(out)[1])
 	sum := 0
-	for _, m := range regexp.MustCompile(`\n  [a-z][a-z0-9]*(?: [0-9]+x[0-9]+)? +([0-9]+) +[0-9.]+ +[0-9.]+ +[0-9.]+%`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`\n  [a-z][a-z0-9]*(?: [0-9]+x[0-9]+| [0-9]+)? +([0-9]+) +[0-9.]+ +[0-9.]+ +[0-9.]+%`).FindAllStringSubmatch(out, -1) {
 		n, _ := strconv.Atoi(m[1])
 		sum += n
 	}

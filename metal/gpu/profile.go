@@ -117,11 +117,20 @@ func (b *Backend) StopProfile() (Profile, error) {
 }
 
 // launchLabel names a launch for a profile: the kernel, with the product
-// shape for matrix-vector kernels.
+// shape for matrix-vector kernels (output rows x inputs), rows x length
+// for norms and the element count for elementwise ops.
 func launchLabel(id kernels.ID, words []uint32) string {
 	const h = kernels.ParamHeader
-	if (id == kernels.QMV4 || id == kernels.QMV8) && len(words) >= h+2 {
+	if len(words) < h+2 {
+		return id.String()
+	}
+	switch id {
+	case kernels.QMV4, kernels.QMV8:
 		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])
+	case kernels.RMSNorm:
+		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])
+	case kernels.Eltwise:
+		return fmt.Sprintf("%s %d", id, words[h])
 	}
 	return id.String()
 }

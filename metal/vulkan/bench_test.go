@@ -179,6 +179,45 @@ func TestLaunchCost(t *testing.T) {
 			}
 		}
 	})
+	// The unfused decode step's kernels, each launch depending on the one
+	// before (as in a decode step): the per-launch floor of small ops and
+	// the E2B matrix-vector shapes (the weights stay in L2 here; see
+	// TestMatVecBandwidth for DRAM rates).
+	row, row2 := b.Alloc(1, 2048), b.Alloc(1, 2048)
+	heads := b.Alloc(8, 256)
+	nw := tensor.New(tensor.F32, 2048)
+	replay("rmsnorm 1x2048 chain", n, func() {
+		for range n {
+			if err := b.RMSNorm(row, row, nw, 1e-6); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	replay("rmsnorm 8x256 chain", n, func() {
+		for range n {
+			if err := b.RMSNorm(heads, heads, nil, 1e-6); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	replay("add 2048 chain", n, func() {
+		for range n {
+			if err := b.Add(row, row, row2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	for _, sh := range [][2]int{{2048, 2048}, {8192, 2048}, {2048, 8192}, {256, 2048}} {
+		w := fastQuant(r, sh[0], sh[1], 4)
+		xin, xout := b.Alloc(1, sh[1]), b.Alloc(1, sh[0])
+		replay(fmt.Sprintf("qmv4 %dx%d (barrier each)", sh[0], sh[1]), n/10, func() {
+			for range n / 10 {
+				if err := b.MatMul(xout, xin, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
 	b.SetFusion(true)
 	w := fastQuant(r, 2048, 2048, 4)
 	h := b.Alloc(1, 2048)
