@@ -98,7 +98,7 @@ struct D
 
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
-kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer(1)]], const device K& _353 [[buffer(2)]], const device V& _772 [[buffer(3)]], const device Sp& _241 [[buffer(4)]], device D& _976 [[buffer(5)]], device P& _909 [[buffer(6)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer(1)]], const device K& _345 [[buffer(2)]], const device V& _771 [[buffer(3)]], const device Sp& _241 [[buffer(4)]], device D& _999 [[buffer(5)]], device P& _932 [[buffer(6)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float qs[2048];
     threadgroup float red[1024];
@@ -142,13 +142,12 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
     uint d1 = min(p.d, (d0 + dlen));
     spvUnsafeArray<float, 8> dots;
     spvUnsafeArray<float, 16> kv;
-    float _347;
+    float _373;
     spvUnsafeArray<float, 8> mnew;
     spvUnsafeArray<float, 8> alpha;
-    float _560;
-    float _617;
+    float _578;
+    float _635;
     spvUnsafeArray<float, 32> v;
-    float _766;
     for (uint base = k0; base < k1; base += 32u)
     {
         uint key = base + j;
@@ -197,24 +196,28 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             {
                 for (uint u = 0u; u < 16u; u++)
                 {
-                    if ((i0 + u) < d1)
-                    {
-                        _347 = _353.kk[(kb + i0) + u];
-                    }
-                    else
-                    {
-                        _347 = 0.0;
-                    }
-                    kv[u] = _347;
+                    kv[u] = _345.kk[kb + min((i0 + u), (d1 - 1u))];
                 }
                 for (uint u_1 = 0u; u_1 < 16u; u_1++)
                 {
-                    uint i_2 = min((i0 + u_1), (d1 - 1u));
+                    if ((i0 + u_1) < d1)
+                    {
+                        _373 = kv[u_1];
+                    }
+                    else
+                    {
+                        _373 = 0.0;
+                    }
+                    kv[u_1] = _373;
+                }
+                for (uint u_2 = 0u; u_2 < 16u; u_2++)
+                {
+                    uint i_2 = min((i0 + u_2), (d1 - 1u));
                     for (uint g_2 = 0u; g_2 < 8u; g_2++)
                     {
                         if (g_2 < G)
                         {
-                            dots[g_2] += (qs[(g_2 * p.d) + i_2] * kv[u_1]);
+                            dots[g_2] += (qs[(g_2 * p.d) + i_2] * kv[u_2]);
                         }
                     }
                 }
@@ -263,13 +266,13 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             mnew[g_6] = fast::max(m[g_6], cm);
             if (isinf(mnew[g_6]))
             {
-                _560 = 1.0;
+                _578 = 1.0;
             }
             else
             {
-                _560 = exp(m[g_6] - mnew[g_6]);
+                _578 = exp(m[g_6] - mnew[g_6]);
             }
-            alpha[g_6] = _560;
+            alpha[g_6] = _578;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint e_1 = t; e_1 < (G * 32u); e_1 += 128u)
@@ -285,13 +288,13 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             }
             if (isinf(s_2))
             {
-                _617 = 0.0;
+                _635 = 0.0;
             }
             else
             {
-                _617 = exp(s_2 - mg);
+                _635 = exp(s_2 - mg);
             }
-            pw[e_1] = _617;
+            pw[e_1] = _635;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         uint cnt = min(32u, (k1 - base));
@@ -307,8 +310,8 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
                 l[g_8] = (l[g_8] * alpha[g_8]) + ls;
                 for (uint s_3 = 0u; s_3 < 4u; s_3++)
                 {
-                    uint _689 = (g_8 * 4u) + s_3;
-                    acc[_689] *= alpha[g_8];
+                    uint _707 = (g_8 * 4u) + s_3;
+                    acc[_707] *= alpha[g_8];
                 }
                 m[g_8] = mnew[g_8];
             }
@@ -316,43 +319,36 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
         uint vb = (p.ob3 + (base * kstride)) + (kvh * p.d);
         for (uint j0 = 0u; j0 < cnt; j0 += 8u)
         {
-            for (uint u_2 = 0u; u_2 < 8u; u_2++)
+            for (uint u_3 = 0u; u_3 < 8u; u_3++)
             {
                 for (uint s_4 = 0u; s_4 < 4u; s_4++)
                 {
                     uint dim = t + (s_4 * 128u);
-                    bool _758 = (j0 + u_2) < cnt;
-                    bool _765;
-                    if (_758)
+                    float vl = _771.vv[(vb + (min((j0 + u_3), (cnt - 1u)) * kstride)) + min(dim, (p.d - 1u))];
+                    bool _799 = (j0 + u_3) < cnt;
+                    bool _806;
+                    if (_799)
                     {
-                        _765 = dim < p.d;
+                        _806 = dim < p.d;
                     }
                     else
                     {
-                        _765 = _758;
+                        _806 = _799;
                     }
-                    if (_765)
-                    {
-                        _766 = _772.vv[(vb + ((j0 + u_2) * kstride)) + dim];
-                    }
-                    else
-                    {
-                        _766 = 0.0;
-                    }
-                    v[(u_2 * 4u) + s_4] = _766;
+                    v[(u_3 * 4u) + s_4] = _806 ? vl : 0.0;
                 }
             }
-            for (uint u_3 = 0u; u_3 < 8u; u_3++)
+            for (uint u_4 = 0u; u_4 < 8u; u_4++)
             {
-                uint jj_3 = min((j0 + u_3), 31u);
+                uint jj_3 = min((j0 + u_4), 31u);
                 for (uint s_5 = 0u; s_5 < 4u; s_5++)
                 {
                     for (uint g_9 = 0u; g_9 < 8u; g_9++)
                     {
                         if (g_9 < G)
                         {
-                            uint _829 = (g_9 * 4u) + s_5;
-                            acc[_829] += (pw[(g_9 * 32u) + jj_3] * v[(u_3 * 4u) + s_5]);
+                            uint _852 = (g_9 * 4u) + s_5;
+                            acc[_852] += (pw[(g_9 * 32u) + jj_3] * v[(u_4 * 4u) + s_5]);
                         }
                     }
                 }
@@ -372,15 +368,15 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
             uint pb = p.ob6 + (((row * gl_NumWorkGroups.z) + gl_WorkGroupID.z) * (p.d + 2u));
             if (t == 0u)
             {
-                _909.part[pb] = m[g_10];
-                _909.part[pb + 1u] = l[g_10];
+                _932.part[pb] = m[g_10];
+                _932.part[pb + 1u] = l[g_10];
             }
             for (uint s_6 = 0u; s_6 < 4u; s_6++)
             {
                 uint dim_1 = t + (s_6 * 128u);
                 if (dim_1 < p.d)
                 {
-                    _909.part[(pb + 2u) + dim_1] = acc[(g_10 * 4u) + s_6];
+                    _932.part[(pb + 2u) + dim_1] = acc[(g_10 * 4u) + s_6];
                 }
             }
         }
@@ -391,7 +387,7 @@ kernel void attnd(constant Params& p [[buffer(0)]], const device Q& _85 [[buffer
                 uint dim_2 = t + (s_7 * 128u);
                 if (dim_2 < p.d)
                 {
-                    _976.dst[(p.ob5 + (row * p.d)) + dim_2] = acc[(g_10 * 4u) + s_7] / l[g_10];
+                    _999.dst[(p.ob5 + (row * p.d)) + dim_2] = acc[(g_10 * 4u) + s_7] / l[g_10];
                 }
             }
         }

@@ -113,8 +113,14 @@ void main() {
             uint kb = p.ob2 + key * kstride + kvh * p.d;
             for (uint i0 = d0; i0 < d1; i0 += DB) {
                 float kv[DB];
+                // Unconditional loads (clamped index, then a select on the
+                // value): a load under a condition becomes a branch of its
+                // own, and the loads then wait for each other.
                 for (uint u = 0u; u < DB; u++) {
-                    kv[u] = i0 + u < d1 ? kk[kb + i0 + u] : 0.0;
+                    kv[u] = kk[kb + min(i0 + u, d1 - 1u)];
+                }
+                for (uint u = 0u; u < DB; u++) {
+                    kv[u] = i0 + u < d1 ? kv[u] : 0.0;
                 }
                 for (uint u = 0u; u < DB; u++) {
                     uint i = min(i0 + u, d1 - 1u);
@@ -192,7 +198,8 @@ void main() {
             for (uint u = 0u; u < VB; u++) {
                 for (uint s = 0u; s < DS; s++) {
                     uint dim = t + s * 128u;
-                    v[u * DS + s] = (j0 + u < cnt && dim < p.d) ? vv[vb + (j0 + u) * kstride + dim] : 0.0;
+                    float vl = vv[vb + min(j0 + u, cnt - 1u) * kstride + min(dim, p.d - 1u)];
+                    v[u * DS + s] = (j0 + u < cnt && dim < p.d) ? vl : 0.0;
                 }
             }
             for (uint u = 0u; u < VB; u++) {
