@@ -73,7 +73,7 @@ var table = [Count]Kernel{
 	QMM8:      {Name: "qmm8", Local: 256, Bindings: []int{1, 2, 3, 4, 5}, Params: 8},
 	MM:        {Name: "mm", Local: 256, Bindings: []int{1, 2, 5}, Params: 8},
 	Gather:    {Name: "gather", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Params: 6},
-	RMSNorm:   {Name: "rmsnorm", Local: 128, Bindings: []int{1, 2, 3, 4}, Params: 8},
+	RMSNorm:   {Name: "rmsnorm", Local: 512, Bindings: []int{1, 2, 3, 4}, Params: 8},
 	RoPE:      {Name: "rope", Local: 64, Bindings: []int{1, 2}, Params: 6},
 	Attn:      {Name: "attn", Local: 128, Bindings: []int{1, 2, 3, 4, 5, 6}, Params: 10},
 	AttnMerge: {Name: "attnmerge", Local: 128, Bindings: []int{1, 2}, Params: 3},

@@ -45,7 +45,7 @@ struct D
     float dst[1];
 };
 
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(512u, 1u, 1u);
 
 static inline __attribute__((always_inline))
 uint linear_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
@@ -54,7 +54,7 @@ uint linear_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
 }
 
 static inline __attribute__((always_inline))
-float wg_sum(thread const float& v, threadgroup float (&red_scratch)[128], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
+float wg_sum(thread const float& v, threadgroup float (&red_scratch)[512], thread uint& gl_SubgroupID, thread uint& gl_NumSubgroups)
 {
     float s = simd_sum(v);
     bool _63 = simd_is_first();
@@ -89,7 +89,7 @@ float cvt16(thread const uint& bits, thread const uint& dt)
 
 kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _130 [[buffer(1)]], const device Wt& _264 [[buffer(2)]], device D& _351 [[buffer(3)]], const device Bs& _316 [[buffer(4)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
 {
-    threadgroup float red_scratch[128];
+    threadgroup float red_scratch[512];
     uint row = linear_group(gl_WorkGroupID, gl_NumWorkGroups);
     if (row >= p.rows)
     {
@@ -102,7 +102,7 @@ kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _130 [[buf
     {
         shift = _130.x[p.ob1 + base];
         float sum = 0.0;
-        for (uint i = gl_LocalInvocationID.x; i < p.n; i += 128u)
+        for (uint i = gl_LocalInvocationID.x; i < p.n; i += 512u)
         {
             sum += (_130.x[(p.ob1 + base) + i] - shift);
         }
@@ -111,7 +111,7 @@ kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _130 [[buf
         mean = _169 / float(p.n);
     }
     float ss = 0.0;
-    for (uint i_1 = gl_LocalInvocationID.x; i_1 < p.n; i_1 += 128u)
+    for (uint i_1 = gl_LocalInvocationID.x; i_1 < p.n; i_1 += 512u)
     {
         float v = (_130.x[(p.ob1 + base) + i_1] - shift) - mean;
         ss += (v * v);
@@ -121,7 +121,7 @@ kernel void rmsnorm(constant Params& p [[buffer(0)]], const device X& _130 [[buf
     float inv = rsqrt((_210 / float(p.n)) + p.eps);
     float _258;
     float _310;
-    for (uint i_2 = gl_LocalInvocationID.x; i_2 < p.n; i_2 += 128u)
+    for (uint i_2 = gl_LocalInvocationID.x; i_2 < p.n; i_2 += 512u)
     {
         float v_1 = ((_130.x[(p.ob1 + base) + i_2] - shift) - mean) * inv;
         if (p.has_w != 0u)

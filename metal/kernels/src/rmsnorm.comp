@@ -2,13 +2,16 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-// Row normalization over the last axis, one workgroup per row.
+// Row normalization over the last axis, one workgroup per row, 512
+// invocations wide: a decode step normalizes single rows of a few thousand
+// values, and a narrower workgroup left each invocation a chain of
+// dependent memory round trips.
 // RMSNorm (center == 0): dst = x / sqrt(mean(x^2) + eps) * weight.
 // LayerNorm (center == 1): dst = (x - mean) / sqrt(var + eps) * weight
 // + bias, with the population variance taken around the mean (two
 // passes, so a row far from zero keeps its small spread).
 // No weight when has_w == 0, no bias when has_b == 0.
-layout(local_size_x = 128) in;
+layout(local_size_x = 512) in;
 #include "common.glsl"
 
 #include "reduce.glsl"
