@@ -133,6 +133,15 @@
 // one Sync per Forward, 65.7 tok/s. The 2^23-mantissa dequantization in
 // qmv took the lm head from 971 to about 1130-1200 GB/s.
 //
+// 2026-12-03, later: with per-launch GPU timestamps (mlxchat bench
+// --profile) the unfused E2B decode step was GPU-bound with attention at
+// 36% of its GPU time (8 workgroups streaming every key); attnd (query
+// heads of a KV head together, 32-key splits) and rmsnorm at 512
+// invocations per row took decode from 56 to 90 tok/s at 512 of context.
+// What remains is launch latency: 1383 of 1622 launches wait on a
+// barrier at about 3 us each (TestLaunchCost); README.md has the table
+// beside llama.cpp.
+//
 // Not measured anywhere: Metal itself (no Mac here).
 //
 // # First run on a Mac
