@@ -32,7 +32,7 @@ func TestTmux(t *testing.T) {
 	state, cfgHome := filepath.Join(work, "state"), filepath.Join(work, "config")
 	cmdline := fmt.Sprintf("env XDG_STATE_HOME=%q XDG_CONFIG_HOME=%q NO_COLOR=1 TERM=xterm-256color %q --max-kv-size 48 --prefill-chunk-size 16 --max-tokens 40 --temp 0.7 --seed 7 %q; echo \"[exit $?]\"; sleep 600",
 		state, cfgHome, bin, modelDir)
-	tm.run("new-session", "-d", "-s", "chat", "-x", "110", "-y", "32", "sh", "-c", cmdline)
+	tm.run("new-session", "-d", "-s", "chat", "-x", "120", "-y", "32", "sh", "-c", cmdline)
 
 	tm.waitFor("the chat to open", 60*time.Second, func(s string) bool { return strings.Contains(s, "is ready") })
 
