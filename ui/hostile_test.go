@@ -134,12 +134,30 @@ func (lc *liveChat) answerEnds(d time.Duration) {
 	})
 }
 
-// streaming waits until an answer is being decoded.
-func (lc *liveChat) streaming() {
+// askStreaming sends prompt and returns once its answer is seen
+// streaming, with how many times it was sent. The tiny model decodes about
+// a thousand tokens a second and samples an end of turn after a few
+// hundred, so an answer can start and end between two looks at the
+// screen; then the prompt is sent again (the conversation holds one
+// exchange per send), up to maxAsks times.
+func (lc *liveChat) askStreaming(prompt string) int {
 	lc.t.Helper()
-	lc.waitFor("the answer to stream", 60*time.Second, func(s string) bool {
-		return strings.Contains(s, "Esc stop") && strings.Contains(s, "decode ")
-	})
+	const maxAsks = 20
+	for n := 1; n <= maxAsks; n++ {
+		lc.typeLine(prompt)
+		label := fmt.Sprintf("#%d", 2*n) // the answer's number in its label
+		streaming := false
+		lc.waitFor("the answer to stream", 60*time.Second, func(s string) bool {
+			streaming = strings.Contains(s, "Esc stop") && strings.Contains(s, "decode ")
+			ended := strings.Contains(s, label) && strings.Contains(s, "decode ") && !strings.Contains(s, "Esc stop")
+			return streaming || ended
+		})
+		if streaming {
+			return n
+		}
+	}
+	lc.t.Fatalf("%d answers ended before one was seen streaming", maxAsks)
+	return 0
 }
 
 // quit presses Ctrl+C twice and wants exit status 0; it returns the
@@ -247,8 +265,7 @@ func TestHostile(t *testing.T) {
 			name := "sig" + strconv.Itoa(int(sig))
 			lc := startLive(t, srv, bin, model, name, liveOpts{state: state, args: long})
 			pid := lc.pid()
-			lc.typeLine("tell me a long story")
-			lc.streaming()
+			asks := lc.askStreaming("tell me a long story")
 			if sig == syscall.SIGHUP {
 				lc.tm.run("kill-session", "-t", name)
 				deadline := time.Now().Add(15 * time.Second)
@@ -269,10 +286,10 @@ func TestHostile(t *testing.T) {
 				t.Fatalf("conversations: %v", files)
 			}
 			c := readConv(t, files[0])
-			if len(c.Messages) != 2 || c.Messages[0].Content != "tell me a long story" {
-				t.Fatalf("saved %+v", c.Messages)
+			if len(c.Messages) != 2*asks || c.Messages[2*asks-2].Content != "tell me a long story" {
+				t.Fatalf("saved %+v after %d asks", c.Messages, asks)
 			}
-			if a := c.Messages[1]; a.Content == "" || !a.Partial || a.Note != noteInterrupted {
+			if a := c.Messages[2*asks-1]; a.Content == "" || !a.Partial || a.Note != noteInterrupted {
 				t.Errorf("answer saved as %+v, want the streamed text, partial, interrupted", a)
 			}
 		})
@@ -501,25 +518,23 @@ func TestHostile(t *testing.T) {
 
 	t.Run("1x1 terminal", func(t *testing.T) {
 		state := t.TempDir()
-		lc := startLive(t, srv, bin, model, "tiny", liveOpts{state: state, args: []string{"--max-tokens", "400", "--no-loop-detect"}})
-		lc.typeLine("a story please")
-		lc.streaming()
+		lc := startLive(t, srv, bin, model, "tiny", liveOpts{state: state, args: long})
+		asks := lc.askStreaming("tell me a long story")
 		for _, size := range [][2]string{{"1", "1"}, {"2", "1"}, {"1", "3"}, {"100", "30"}} {
 			lc.tm.run("resize-window", "-t", "tiny", "-x", size[0], "-y", size[1])
 			time.Sleep(150 * time.Millisecond)
 		}
 		lc.answerEnds(60 * time.Second)
 		c := readConv(t, savedPath(t, lc.quit()))
-		if len(c.Messages) != 2 || c.Messages[1].Content == "" {
+		if len(c.Messages) != 2*asks || c.Messages[2*asks-1].Content == "" {
 			t.Errorf("answer lost after the resizes: %+v", c.Messages)
 		}
 	})
 
 	t.Run("kv spam during decode", func(t *testing.T) {
 		state := t.TempDir()
-		lc := startLive(t, srv, bin, model, "kv", liveOpts{state: state, args: []string{"--max-tokens", "600", "--no-loop-detect", "--max-kv-size", "64"}})
-		lc.typeLine("go on and on")
-		lc.streaming()
+		lc := startLive(t, srv, bin, model, "kv", liveOpts{state: state, args: append(long[:len(long):len(long)], "--max-kv-size", "64")})
+		asks := lc.askStreaming("tell me a long story")
 		for i := range 40 {
 			lc.typeLine([]string{"/kv 16", "/kv off", "/kv 33", "/kv 8", "/kv 200"}[i%5])
 		}
@@ -527,7 +542,7 @@ func TestHostile(t *testing.T) {
 		lc.typeLine("/kv 32")
 		lc.waitFor("the last cap in the meter", 10*time.Second, func(s string) bool { return strings.Contains(s, "/32 live") })
 		c := readConv(t, savedPath(t, lc.quit()))
-		if len(c.Messages) != 2 || c.Messages[1].Content == "" {
+		if len(c.Messages) != 2*asks || c.Messages[2*asks-1].Content == "" {
 			t.Errorf("answer lost under /kv spam: %+v", c.Messages)
 		}
 	})
