@@ -53,16 +53,27 @@ func peakRSS() float64 {
 	return 0
 }
 
+// BenchmarkE2BDecode decodes after a prompt of ctx tokens (prefilled in
+// chunks of 512), so decode attention over a long context shows up beside
+// the weight reads: -bench 'E2BDecode/ctx=2048' -cpuprofile FILE.
 func BenchmarkE2BDecode(b *testing.B) {
+	for _, ctx := range []int{32, 512, 2048} {
+		b.Run("ctx="+strconv.Itoa(ctx), func(b *testing.B) { benchE2BDecode(b, ctx) })
+	}
+}
+
+func benchE2BDecode(b *testing.B, ctx int) {
 	m, be := e2bModel(b)
 	bw := cpu.MeasureReadBandwidth(512<<20, be.Threads()) * 1e9
 	c, err := m.NewCache(kvcache.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
-	ids := randomIDs(1, 32, m.Config().VocabSize)
-	if _, err := m.Forward(c, ids, true); err != nil {
-		b.Fatal(err)
+	ids := randomIDs(1, ctx, m.Config().VocabSize)
+	for at := 0; at < ctx; at += 512 {
+		if _, err := m.Forward(c, ids[at:min(ctx, at+512)], true); err != nil {
+			b.Fatal(err)
+		}
 	}
 	next := int32(1000)
 	for i := 0; i < 2; i++ { // warm up: fault in the weights

@@ -42,7 +42,7 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 		dot, axpy, exps = dotSIMD, axpySIMD, expSubSIMD
 	}
 	var blind atomic.Int64 // first row that saw no key, plus one
-	if nq >= attnBlockMinRows {
+	if nq >= attnBlockMinRows || b.blockedJobs(shape) >= b.threads {
 		b.attentionBlocked(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
 	} else {
 		b.attentionRows(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
@@ -128,10 +128,18 @@ func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask te
 // softmax state.
 const attnBlock = 64
 
-// attnBlockMinRows is the chunk length from which Attention shares each
-// key and value row between several query vectors (prefill); shorter
-// chunks (decode) keep one job per (row, head) so every core has work.
+// attnBlockMinRows is the chunk length from which Attention always shares
+// each key and value row between several query vectors (prefill). Shorter
+// chunks (decode) do too when that still gives every thread a job (a KV
+// head per thread: Gemma 3n's 2 KV heads on 2 threads), else they keep one
+// job per (row, head) so every core has work.
 const attnBlockMinRows = 4
+
+// blockedJobs is the number of jobs attentionBlocked splits shape into.
+func (b *Backend) blockedJobs(shape tensor.AttentionShape) int {
+	rowsPer := max(1, attnQueries/(shape.Heads/shape.KVHeads))
+	return (shape.Rows + rowsPer - 1) / rowsPer * shape.KVHeads
+}
 
 // attnQueries is how many query vectors (rows × heads of one KV group) a
 // blocked attention job carries: their accumulators (attnQueries × d
@@ -156,8 +164,7 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 		pv, dot2 = pvSIMD, dot2SIMD
 	}
 	rowsPer := max(1, attnQueries/group)
-	blocks := (nq + rowsPer - 1) / rowsPer
-	jobs := blocks * hkv
+	jobs := b.blockedJobs(shape)
 	negInf := float32(math.Inf(-1))
 	// More ranges than threads: later rows of a causal chunk see more keys,
 	// and free threads claim the remaining ranges.

@@ -77,10 +77,18 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 
 // BenchmarkAttentionPrefill times a 512-row chunk of Gemma 3n E2B shape
 // (8 query heads, 2 KV heads, head size 256) after 1536 cached keys.
-func BenchmarkAttentionPrefill(b *testing.B) {
+func BenchmarkAttentionPrefill(b *testing.B) { benchAttentionForms(b, 512, 1536) }
+
+// BenchmarkAttentionDecode times one decode row of the same shape after
+// 2048 cached keys.
+func BenchmarkAttentionDecode(b *testing.B) { benchAttentionForms(b, 1, 2048) }
+
+// benchAttentionForms times both forms of Attention on 2 threads for nq
+// query rows after past cached keys.
+func benchAttentionForms(b *testing.B, nq, past int) {
 	for _, form := range []string{"rows", "blocked"} {
 		b.Run(form, func(b *testing.B) {
-			const nq, hq, hkv, d, past = 512, 8, 2, 256, 1536
+			const hq, hkv, d = 8, 2, 256
 			bk := New(2)
 			defer bk.Close()
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -106,7 +114,7 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 					bk.attentionBlocked(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
 				}
 			}
-			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*nq + nq*(nq+1)/2)
+			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
