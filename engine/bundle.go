@@ -2,15 +2,10 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"mlxchat/kvcache"
 	"mlxchat/models"
-	"mlxchat/models/chat"
-	"mlxchat/models/checkpoint"
 	"mlxchat/models/tokenizer"
 	"mlxchat/tensor"
 )
@@ -40,9 +35,10 @@ func (b *Bundle) Close() error {
 	return nil
 }
 
-// LoadBundle loads the model in dir on backend with its tokenizer
-// (tokenizer.json, tokenizer_config.json) and chat template. name is what
-// the user asked for (shown in ModelInfo).
+// LoadBundle loads the model in dir on backend (models.Load) with its
+// tokenizer (tokenizer.json, tokenizer_config.json) and chat template
+// (models.LoadText); models.Check runs the same checks without the
+// weights. name is what the user asked for (shown in ModelInfo).
 func LoadBundle(dir string, backend tensor.Backend, name string) (*Bundle, error) {
 	m, err := models.Load(dir, backend)
 	if err != nil {
@@ -59,32 +55,18 @@ func LoadBundle(dir string, backend tensor.Backend, name string) (*Bundle, error
 	return b, nil
 }
 
+// bundleFor loads the tokenizer and chat template of dir for m
+// (models.LoadText, whose checks models.Check runs too).
 func bundleFor(m models.Model, dir, name, backendName string) (*Bundle, error) {
-	tokPath := filepath.Join(dir, checkpoint.TokenizerFile)
-	cfgPath := filepath.Join(dir, checkpoint.TokenizerConfigFile)
-	tk, err := tokenizer.LoadDir(dir)
+	text, err := models.LoadText(dir, m.Config())
 	if err != nil {
-		return nil, namingFile(err, dir, "loading tokenizer "+tokPath)
-	}
-	tmpl, err := chat.Load(dir)
-	if err != nil {
-		return nil, namingFile(err, dir, cfgPath)
-	}
-	info := m.Config()
-	// Checked here, not at the first prefill: ids the model has no row for.
-	if n := tk.VocabSize(); n > info.VocabSize {
-		return nil, fmt.Errorf("%s has %d token ids but %s has vocab_size %d: the tokenizer does not belong to this model",
-			tokPath, n, filepath.Join(dir, checkpoint.ConfigFile), info.VocabSize)
-	}
-	stops := tmpl.StopTokens(tk, info.StopIDs)
-	if len(stops) == 0 {
-		return nil, errors.New("the model has no end-of-sequence token (generation_config.json eos_token_id)")
+		return nil, err
 	}
 	return &Bundle{
 		Model:      m,
-		Tokenizer:  tokAdapter{tk},
-		Template:   chatTemplate{tmpl},
-		StopTokens: stops,
+		Tokenizer:  tokAdapter{text.Tokenizer},
+		Template:   chatTemplate{text.Template},
+		StopTokens: text.StopTokens,
 		Info:       modelInfo(m, name, dir, backendName),
 	}, nil
 }
@@ -105,15 +87,6 @@ func modelInfo(m models.Model, name, dir, backend string) ModelInfo {
 		WeightBytes:   m.WeightBytes(),
 		Notes:         append([]string(nil), info.Notes...),
 	}
-}
-
-// namingFile returns err as is when its message already names a file in
-// dir, else prefixed with what (so the one-line error names the file once).
-func namingFile(err error, dir, what string) error {
-	if strings.Contains(err.Error(), dir) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 // tokAdapter gives a *tokenizer.Tokenizer the engine's Tokenizer shape:

@@ -75,8 +75,18 @@ func CheckConfig(path string) error {
 
 // Load opens the MLX model directory dir and builds the architecture its
 // config.json model_type names, on backend. The model keeps the checkpoint
-// mapped; close it through io.Closer when done.
+// mapped; close it through io.Closer when done. The tokenizer and chat
+// template are LoadText's.
 func Load(dir string, backend tensor.Backend) (Model, error) {
+	return build(dir, backend, checkpoint.Open)
+}
+
+// build opens dir with open (checkpoint.Open, or checkpoint.OpenHeaders
+// for Check) and builds the architecture its config.json names on
+// backend: every check of a load (config.json's values and bounds, the
+// weights' headers, each tensor's name, dtype and shape against the
+// architecture) runs here, for Load and Check alike.
+func build(dir string, backend tensor.Backend, open func(dir string) (*checkpoint.Checkpoint, error)) (Model, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("loading %s: no backend", dir)
 	}
@@ -89,27 +99,25 @@ func Load(dir string, backend tensor.Backend) (Model, error) {
 		return nil, err
 	}
 	for _, a := range architectures() {
-		for _, t := range a.types {
-			if t != mt {
-				continue
-			}
-			ck, err := checkpoint.Open(dir)
-			if err != nil {
-				return nil, err
-			}
-			if wm, ok := backend.(tensor.WeightMapper); ok {
-				if err := ck.MapWeights(wm); err != nil {
-					ck.Close()
-					return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
-				}
-			}
-			m, err := a.build(ck, backend)
-			if err != nil {
+		if !slices.Contains(a.types, mt) {
+			continue
+		}
+		ck, err := open(dir)
+		if err != nil {
+			return nil, err
+		}
+		if wm, ok := backend.(tensor.WeightMapper); ok && !ck.HeadersOnly() {
+			if err := ck.MapWeights(wm); err != nil {
 				ck.Close()
 				return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
 			}
-			return m, nil
 		}
+		m, err := a.build(ck, backend)
+		if err != nil {
+			ck.Close()
+			return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
+		}
+		return m, nil
 	}
 	return nil, checkpoint.UnknownModelType(cfg, KnownModelTypes())
 }

@@ -29,15 +29,12 @@ func (w *Weights) Norm(path string, n int) (*tensor.Tensor, error) {
 }
 
 // F32 loads a float tensor of the given shape and returns a host F32 copy
-// (for small parameters used as operands of elementwise ops).
+// (for small parameters used as operands of elementwise ops); from a
+// checkpoint opened by checkpoint.OpenHeaders the copy holds zeros.
 func (w *Weights) F32(path string, shape ...int) (*tensor.Tensor, error) {
-	t, err := w.CK.FloatTensor(w.Prefix+path, shape...)
+	vals, err := w.CK.Floats(w.Prefix+path, shape...)
 	if err != nil {
 		return nil, err
-	}
-	vals, err := t.ToF32()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", w.Prefix+path, err)
 	}
 	return tensor.FromF32(vals, shape...)
 }

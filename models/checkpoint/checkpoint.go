@@ -61,6 +61,9 @@ type Checkpoint struct {
 	names   []string
 	total   int64
 	closed  bool
+	// headersOnly is set by OpenHeaders: the weight files' headers were
+	// read, their data neither mapped nor read.
+	headersOnly bool
 }
 
 type tensorRef struct {
@@ -73,6 +76,30 @@ type tensorRef struct {
 // model.safetensors.index.json, or failing both every *.safetensors file of
 // the directory. Nothing is copied; Close unmaps.
 func Open(dir string) (*Checkpoint, error) {
+	return open(dir, OpenSafetensors)
+}
+
+// OpenHeaders is Open without the weights' data: it reads the same
+// configuration files and every safetensors header, with the same checks
+// and errors, but maps and reads none of the tensor data (see
+// ReadSafetensorsHeader). Its tensors have their dtype and shape and no
+// Data; Floats gives zeros. An architecture built from it has been
+// checked as a load checks it, and must not run: models.Check builds one
+// and closes it.
+func OpenHeaders(dir string) (*Checkpoint, error) {
+	c, err := open(dir, ReadSafetensorsHeader)
+	if err != nil {
+		return nil, err
+	}
+	c.headersOnly = true
+	return c, nil
+}
+
+// HeadersOnly reports whether the checkpoint was opened by OpenHeaders.
+func (c *Checkpoint) HeadersOnly() bool { return c.headersOnly }
+
+// open is Open with openFile opening each weight file.
+func open(dir string, openFile func(path string) (*SafetensorsFile, error)) (*Checkpoint, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("model directory %s: %w", dir, unwrapPathError(err))
@@ -90,7 +117,7 @@ func Open(dir string) (*Checkpoint, error) {
 	if err := c.loadSideFiles(); err != nil {
 		return nil, err
 	}
-	if err := c.mapWeights(); err != nil {
+	if err := c.openWeights(openFile); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -146,7 +173,9 @@ func (c *Checkpoint) loadSideFiles() error {
 	return nil
 }
 
-func (c *Checkpoint) mapWeights() error {
+// openWeights opens the weight files with openFile and indexes their
+// tensors, checking them against model.safetensors.index.json.
+func (c *Checkpoint) openWeights(openFile func(path string) (*SafetensorsFile, error)) error {
 	single := filepath.Join(c.Dir, WeightsFile)
 	index := filepath.Join(c.Dir, WeightsIndexFile)
 	hasSingle, err := exists(single)
@@ -198,7 +227,7 @@ func (c *Checkpoint) mapWeights() error {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		f, err := OpenSafetensors(p)
+		f, err := openFile(p)
 		if err != nil {
 			if hasIndex && errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("%s: shard %s listed in %s is missing", p, filepath.Base(p), WeightsIndexFile)
@@ -232,6 +261,9 @@ func (c *Checkpoint) mapWeights() error {
 // before unmapping it. On error the files mapped so far are unmapped from m
 // again.
 func (c *Checkpoint) MapWeights(m tensor.WeightMapper) error {
+	if c.headersOnly {
+		return fmt.Errorf("model directory %s: only the weights' headers were read, there is nothing to map", c.Dir)
+	}
 	for i, f := range c.files {
 		if f.mapped == nil {
 			return fmt.Errorf("%s: file is closed", f.Path)
@@ -315,7 +347,8 @@ func (c *Checkpoint) HasPrefix(candidates ...string) (prefix string, ok bool) {
 
 // Tensor returns a zero-copy view of a tensor's bytes. It fails when the
 // tensor is missing, has a dtype the tensor package does not handle, or the
-// checkpoint is closed.
+// checkpoint is closed. Opened by OpenHeaders, the tensor has its dtype
+// and shape and no Data.
 func (c *Checkpoint) Tensor(name string) (*tensor.Tensor, error) {
 	if c.closed {
 		return nil, fmt.Errorf("model directory %s: checkpoint is closed", c.Dir)
@@ -326,6 +359,9 @@ func (c *Checkpoint) Tensor(name string) (*tensor.Tensor, error) {
 	}
 	if r.info.DType == tensor.Invalid {
 		return nil, fmt.Errorf("%s: tensor %q: dtype %s not supported", r.file.Path, name, r.info.RawDType)
+	}
+	if c.headersOnly {
+		return &tensor.Tensor{DType: r.info.DType, Shape: append([]int(nil), r.info.Shape...)}, nil
 	}
 	data, err := r.file.Data(r.info)
 	if err != nil {
@@ -362,6 +398,25 @@ func (c *Checkpoint) FloatTensor(name string, shape ...int) (*tensor.Tensor, err
 		return nil, fmt.Errorf("%s: tensor %q has dtype %s, want F32, F16 or BF16", c.tensors[name].file.Path, name, t.DType)
 	}
 	return t, nil
+}
+
+// Floats returns the values of the float tensor name (checked as
+// FloatTensor checks it) as a new []float32, for small parameters a model
+// keeps a host copy of. Opened by OpenHeaders, which reads no data, the
+// checkpoint gives zeros after the same checks.
+func (c *Checkpoint) Floats(name string, shape ...int) ([]float32, error) {
+	t, err := c.FloatTensor(name, shape...)
+	if err != nil {
+		return nil, err
+	}
+	if c.headersOnly {
+		return make([]float32, t.Len()), nil
+	}
+	vals, err := t.ToF32()
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", c.tensors[name].file.Path, name, err)
+	}
+	return vals, nil
 }
 
 func shapeMatches(got, want []int) bool {

@@ -301,6 +301,13 @@ func TestOpenErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q\nwant one line containing %q", err, want)
 			}
+			// OpenHeaders runs the same checks without the data.
+			if hc, herr := checkpoint.OpenHeaders(dir); herr == nil || herr.Error() != err.Error() {
+				if hc != nil {
+					hc.Close()
+				}
+				t.Fatalf("OpenHeaders: %v\nOpen:        %v\nwant the same error", herr, err)
+			}
 		})
 	}
 	if _, err := checkpoint.Open(filepath.Join(t.TempDir(), "absent")); err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -545,5 +552,59 @@ func TestMatrixShapeNamesTheWrongTensor(t *testing.T) {
 				t.Fatalf("error %v\nwant one naming the weight: %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOpenHeaders: a checkpoint opened by OpenHeaders lists the same
+// tensors with the same header entries as Open, checks shapes and dtypes
+// the same way, but holds no data: tensors have none, Floats gives zeros,
+// and there is nothing to map.
+func TestOpenHeaders(t *testing.T) {
+	d := synth.TinyGemma3n()
+	for _, opt := range []synth.Options{{Bits: 4, Seed: 3}, {Seed: 3, ShardBytes: 200 << 10}} {
+		dir := writeTiny(t, opt)
+		full := open(t, dir)
+		c, err := checkpoint.OpenHeaders(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if !c.HeadersOnly() || full.HeadersOnly() {
+			t.Fatalf("HeadersOnly: %v for OpenHeaders, %v for Open", c.HeadersOnly(), full.HeadersOnly())
+		}
+		if !slices.Equal(c.Names(), full.Names()) || !slices.Equal(c.Files(), full.Files()) || c.TotalBytes() != full.TotalBytes() {
+			t.Fatalf("OpenHeaders sees %d tensors in %v, Open %d in %v", len(c.Names()), c.Files(), len(full.Names()), full.Files())
+		}
+		for _, n := range c.Names() {
+			hi, _ := c.Info(n)
+			fi, _ := full.Info(n)
+			if !slices.Equal(hi.Shape, fi.Shape) || hi.RawDType != fi.RawDType || hi.Begin != fi.Begin || hi.End != fi.End {
+				t.Fatalf("%s: OpenHeaders %+v, Open %+v", n, hi, fi)
+			}
+		}
+		down := vlm + "layers.0.mlp.down_proj"
+		m, err := c.MatrixShape(down, d.Hidden, d.Intermediate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.W.Data != nil || m.Bits != opt.Bits {
+			t.Fatalf("matrix %s: bits %d, %d data bytes", down, m.Bits, len(m.W.Data))
+		}
+		if _, err := c.MatrixShape(down, d.Intermediate, d.Hidden); err == nil || !strings.Contains(err.Error(), "has shape") {
+			t.Fatalf("transposed %s: %v, want a shape error", down, err)
+		}
+		vals, err := c.Floats(vlm+"norm.weight", d.Hidden)
+		if err != nil || len(vals) != d.Hidden || slices.ContainsFunc(vals, func(v float32) bool { return v != 0 }) {
+			t.Fatalf("Floats: %d values %v", len(vals), err)
+		}
+		if want, err := full.Floats(vlm+"norm.weight", d.Hidden); err != nil || !slices.ContainsFunc(want, func(v float32) bool { return v != 0 }) {
+			t.Fatalf("Open's Floats: %v (all zero?)", err)
+		}
+		if _, err := c.Floats(vlm+"norm.weight", d.Hidden+1); err == nil {
+			t.Fatal("Floats with a wrong shape: no error")
+		}
+		if err := c.MapWeights(&mapper{}); err == nil || !strings.Contains(err.Error(), "only the weights' headers were read") {
+			t.Fatalf("MapWeights: %v", err)
+		}
 	}
 }

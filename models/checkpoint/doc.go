@@ -8,6 +8,12 @@
 // they stay valid until Close. A Checkpoint is safe for concurrent reads;
 // Close must not race with them.
 //
+// OpenHeaders opens the same directory with the same checks and errors but
+// reads only the safetensors headers (ReadSafetensorsHeader: no mapping,
+// no tensor data read): its tensors have a dtype and a shape and no data,
+// and Floats gives zeros, so that an architecture can be built from it to
+// check a model without loading it (models.Check).
+//
 // Config's bounded accessors (Size, IntIn, IntsIn, FloatIn and their ...Or
 // forms, with the sane ranges of SizeRange) and Checkpoint's CheckDim and
 // CheckCount are what every architecture's config parser uses, so that a

@@ -57,6 +57,9 @@ type SafetensorsFile struct {
 	mapped []byte // the whole file, nil after Close
 	data   []byte // mapped[8+headerLen:]
 	size   int64
+	// headerOnly is set for a file read by ReadSafetensorsHeader: it has
+	// no mapping, and Data fails.
+	headerOnly bool
 }
 
 // ParseSafetensorsHeader validates a safetensors header against the total
@@ -163,25 +166,38 @@ func ParseSafetensorsHeader(path string, head []byte, fileSize int64) (tensors [
 	return tensors, meta, dataStart, nil
 }
 
-// OpenSafetensors maps a safetensors file read-only and validates its
-// header. The mapping stays until Close.
-func OpenSafetensors(path string) (*SafetensorsFile, error) {
+// openRegular opens path for reading and returns it with its size, after
+// checking it is a regular file that can hold a safetensors header length.
+func openRegular(path string) (*os.File, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, 0, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: not a regular file", path)
 	}
 	size := st.Size()
 	if size < 8 {
-		return nil, fmt.Errorf("%s: truncated safetensors file: %d bytes, need at least 8 for the header length", path, size)
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: truncated safetensors file: %d bytes, need at least 8 for the header length", path, size)
 	}
+	return f, size, nil
+}
+
+// OpenSafetensors maps a safetensors file read-only and validates its
+// header. The mapping stays until Close.
+func OpenSafetensors(path string) (*SafetensorsFile, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("%s: file too large to map (%d bytes)", path, size)
 	}
@@ -197,11 +213,43 @@ func OpenSafetensors(path string) (*SafetensorsFile, error) {
 	return &SafetensorsFile{Path: path, Metadata: meta, Tensors: tensors, mapped: mapped, data: mapped[dataStart:], size: size}, nil
 }
 
+// ReadSafetensorsHeader reads and validates the header of a safetensors
+// file as OpenSafetensors does (same checks, same errors) without mapping
+// or reading the tensor data: the file's Tensors and Metadata are set, and
+// Data fails. It is for checking a model without loading it.
+func ReadSafetensorsHeader(path string) (*SafetensorsFile, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, fmt.Errorf("%s: reading the header length: %w", path, err)
+	}
+	// The length is checked (against the limit and the file size) before
+	// the header is read.
+	if n := binary.LittleEndian.Uint64(head); n <= MaxHeaderBytes && int64(n) <= size-8 {
+		head = append(head, make([]byte, n)...)
+		if _, err := f.ReadAt(head[8:], 8); err != nil {
+			return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+		}
+	}
+	tensors, meta, _, err := ParseSafetensorsHeader(path, head, size)
+	if err != nil {
+		return nil, err
+	}
+	return &SafetensorsFile{Path: path, Metadata: meta, Tensors: tensors, size: size, headerOnly: true}, nil
+}
+
 // Size is the file's size in bytes.
 func (s *SafetensorsFile) Size() int64 { return s.size }
 
 // Data returns the bytes of a tensor of this file, zero-copy.
 func (s *SafetensorsFile) Data(t TensorInfo) ([]byte, error) {
+	if s.headerOnly {
+		return nil, fmt.Errorf("%s: only the header was read", s.Path)
+	}
 	if s.mapped == nil {
 		return nil, fmt.Errorf("%s: file is closed", s.Path)
 	}

@@ -64,6 +64,12 @@ func TestOpenSafetensorsCorrupt(t *testing.T) {
 			if !strings.Contains(msg, tc.want) || !strings.HasPrefix(msg, p+": ") || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line starting with the path and containing %q", msg, tc.want)
 			}
+			if h, herr := ReadSafetensorsHeader(p); herr == nil || herr.Error() != msg {
+				if h != nil {
+					h.Close()
+				}
+				t.Fatalf("ReadSafetensorsHeader: %v\nOpenSafetensors:       %v\nwant the same error", herr, err)
+			}
 		})
 	}
 }
