@@ -12,6 +12,8 @@ import (
 	"mlxchat/models"
 	"mlxchat/models/checkpoint"
 	"mlxchat/models/hub"
+	"mlxchat/tensor"
+	"mlxchat/tensor/cpu"
 )
 
 // modelRow is one line of `mlxchat list`.
@@ -21,9 +23,11 @@ type modelRow struct {
 
 // describeModel reads what `list` shows about a cached model: its family
 // (config.json model_type), its quantization, and whether this build can
-// load it (a known model_type, a complete snapshot, and weights whose
-// headers and quantization check out), with the reason when it cannot.
-func describeModel(m hub.CachedModel, known []string) modelRow {
+// load it on be (a known model_type, a complete snapshot, and then
+// models.Check: every check the load makes, on the weights' headers,
+// tokenizer and chat template, without reading the weights), with the
+// first reason, on one line, when it cannot.
+func describeModel(m hub.CachedModel, known []string, be tensor.Backend) modelRow {
 	row := modelRow{name: m.Repo, family: "?", quant: "?", size: humanBytes(m.Bytes), loads: "yes"}
 	if m.Source == "data-dir" {
 		row.name += " (data dir)"
@@ -33,7 +37,7 @@ func describeModel(m hub.CachedModel, known []string) modelRow {
 	}
 	no := func(why string) modelRow {
 		if row.loads == "yes" {
-			row.loads = "no: " + why
+			row.loads = "no: " + strings.Join(strings.Fields(why), " ")
 		}
 		return row
 	}
@@ -62,13 +66,16 @@ func describeModel(m hub.CachedModel, known []string) modelRow {
 	if m.Incomplete != nil {
 		return no("incomplete (" + shortReason(m.Incomplete, m.Dir) + ")")
 	}
-	ck, err := checkpoint.Open(m.Dir)
+	ck, err := checkpoint.OpenHeaders(m.Dir)
 	if err != nil {
 		return no(shortReason(err, m.Dir))
 	}
-	defer ck.Close()
 	if row.quant == "dense" {
 		row.quant = "dense " + strings.ToLower(mainDType(ck))
+	}
+	ck.Close()
+	if err := models.Check(m.Dir, be); err != nil {
+		return no(shortReason(err, m.Dir))
 	}
 	return row
 }
@@ -90,7 +97,8 @@ func mainDType(ck *checkpoint.Checkpoint) string {
 // shortReason is err's message without the model directory it names.
 func shortReason(err error, dir string) string {
 	s := err.Error()
-	for _, p := range []string{"model directory " + dir + ": ", "snapshot " + dir + " is incomplete: ", dir + string(filepath.Separator)} {
+	dir = filepath.Clean(dir)
+	for _, p := range []string{"loading " + dir + ": ", "model directory " + dir + ": ", "snapshot " + dir + " is incomplete: ", dir + string(filepath.Separator)} {
 		s = strings.ReplaceAll(s, p, "")
 	}
 	return s
@@ -115,8 +123,10 @@ func listCmd(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tFAMILY\tQUANT\tSIZE\tLOADS")
 	known := models.KnownModelTypes()
+	be := cpu.New(1) // models.Check builds each model on it without running it
+	defer be.Close()
 	for _, m := range list {
-		r := describeModel(m, known)
+		r := describeModel(m, known, be)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.family, r.quant, r.size, r.loads)
 	}
 	return tw.Flush()

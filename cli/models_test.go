@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,5 +147,95 @@ func TestVersionFlag(t *testing.T) {
 	_, want, _ := invoke(t, "", "version")
 	if out != want {
 		t.Fatalf("--version %q, version %q", out, want)
+	}
+}
+
+// TestListSaysWhyAModelWontLoad: `list` says "no" with the load's own
+// reason for models in the data dir that hub's completeness check passes
+// but that fail to load (the checks of a real load, on headers, tokenizer
+// and template), and "yes" for the one that loads; `run` agrees on each.
+func TestListSaysWhyAModelWontLoad(t *testing.T) {
+	_, data := modelCaches(t)
+	q4 := synth.Options{Bits: 4, GroupSize: 64, Seed: 1, GenerateTokenizer: true}
+	write := func(t *testing.T, dir string, edit func(dir string)) {
+		if _, err := synth.WriteTiny(dir, q4); err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(dir)
+		}
+	}
+	file := func(name, content string) func(dir string) {
+		return func(dir string) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		edit func(dir string)
+		want string // the LOADS column
+	}{
+		{"org/good", nil, "yes"},
+		{"org/no-tokenizer", func(dir string) { os.Remove(filepath.Join(dir, "tokenizer.json")) },
+			"no: loading tokenizer: open tokenizer.json: no such file or directory"},
+		{"org/wrong-shape", func(dir string) {
+			// down_proj of layer 0 with its rows doubled and columns
+			// halved: the same bytes, the wrong shape.
+			specs, err := synth.Specs(synth.TinyGemma3n(), q4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range specs {
+				if strings.HasSuffix(s.Name, ".layers.0.mlp.down_proj.weight") {
+					specs[i].Shape = []int{s.Shape[0] * 2, s.Shape[1] / 2}
+				}
+			}
+			if _, err := synth.WriteWeights(dir, specs, 0, q4.Seed); err != nil {
+				t.Fatal(err)
+			}
+		}, `no: gemma3n: model.safetensors: tensor "language_model.model.layers.0.mlp.down_proj.weight" has shape [256 16], want [128 32] (a 128x256 matrix packed 8 4-bit codes per U32)`},
+		{"org/empty-template", file("chat_template.jinja", "\n"),
+			"no: chat_template.jinja: the file is empty: the model has no chat template to build prompts with"},
+		{"org/hostile-template", file("chat_template.jinja", "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}"),
+			"no: chat_template.jinja: the chat template fails on a short test conversation (user, assistant, user): rendering needs more than the renderer's memory limit of 512 MiB for this conversation (a string doubled in a loop, or a huge list?)"},
+		{"org/big-tokenizer", func(dir string) {
+			tok, cfg, err := synth.GemmaTokenizer(600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file("tokenizer.json", string(tok))(dir)
+			file("tokenizer_config.json", string(cfg))(dir)
+		}, "no: tokenizer.json has 600 token ids but config.json has vocab_size 512: the tokenizer does not belong to this model"},
+	}
+	for _, tc := range cases {
+		write(t, filepath.Join(data, tc.name), tc.edit)
+	}
+	code, out, errOut := invoke(t, "", "list")
+	if code != 0 {
+		t.Fatalf("list: exit %d, %s", code, errOut)
+	}
+	for _, tc := range cases {
+		re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(tc.name) + ` \(data dir\)\s+gemma3n\s+4-bit g64\s+\S+ \S+\s+(.*)$`)
+		m := re.FindStringSubmatch(out)
+		if m == nil || m[1] != tc.want {
+			t.Errorf("%s: list row %q, want LOADS %q\n%s", tc.name, m, tc.want, out)
+			continue
+		}
+		// `run` loads it for real: it fails exactly when list says no,
+		// with the reason list gives.
+		dir := filepath.Join(data, tc.name)
+		code, _, errOut := invoke(t, "", "run", dir, "--prompt", "hi", "--max-tokens", "1", "--threads", "1")
+		if tc.want == "yes" {
+			if code != 0 {
+				t.Errorf("%s: list says yes, run: exit %d, %s", tc.name, code, errOut)
+			}
+			continue
+		}
+		runErr, ok := strings.CutPrefix(strings.TrimSpace(errOut), "mlxchat run: ")
+		if code != 1 || !ok || "no: "+shortReason(errors.New(runErr), dir) != tc.want {
+			t.Errorf("%s: run: exit %d, stderr %q; want exit 1 and list's reason %q", tc.name, code, errOut, tc.want)
+		}
 	}
 }
