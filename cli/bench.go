@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"mlxchat/bytesize"
 	"mlxchat/engine"
 	"mlxchat/metal/gpu"
 	"mlxchat/tensor/cpu"
@@ -41,7 +42,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		return fmt.Errorf("--profile: backend %s does not time kernels on the GPU (use --backend vulkan)", info.Backend)
 	}
 	fmt.Fprintf(io_.Stdout, "model %s (%s) · backend %s · %d threads · weights read per token %s\n",
-		model, info.ModelType, info.Backend, c.threadCount(), humanBytes(info.WeightBytes))
+		model, info.ModelType, info.Backend, c.threadCount(), bytesize.Format(info.WeightBytes))
 	s := c.settings()
 	var bw float64
 	if g, ok := b.Backend.(gpuBandwidth); ok {
@@ -74,7 +75,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		fmt.Fprintf(io_.Stdout, row, r.PromptTokens, fmt.Sprintf("%.1f", r.PrefillTokPerSec),
 			fmt.Sprintf("%.2f", r.PrefillTime.Seconds()), r.DecodeTokens, fmt.Sprintf("%.2f", r.DecodeTokPerSec),
-			fmt.Sprintf("%.3f", roof), humanBytes(r.KVBytes))
+			fmt.Sprintf("%.3f", roof), bytesize.Format(r.KVBytes))
 		if r.DecodeLaunches > 0 && r.DecodeTokens > 0 {
 			counts = append(counts, fmt.Sprintf("prompt %d: dispatches per token %d (%d layers), syncs per token %.2f",
 				n, r.DecodeLaunches/int64(r.DecodeTokens), info.Layers, float64(r.DecodeSyncs)/float64(r.DecodeTokens)))
@@ -91,7 +92,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 			return fmt.Errorf("--profile: %w", err)
 		}
 	}
-	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", humanBytes(peakRSS()))
+	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", bytesize.Format(peakRSS()))
 	return nil
 }
 

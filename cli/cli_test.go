@@ -365,7 +365,11 @@ func TestFormatStats(t *testing.T) {
 		{"trimmed under a cap", engine.Stats{PromptTokens: 1509, PrefillTokens: 1509, KVBytes: 1 << 20}, engine.CacheState{Live: 600, Max: 600, Seen: 1513, Trimmed: 913},
 			"prompt 1509 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 600/600 live, 913 trimmed, 1.0 MiB ·"},
 		{"no cap", engine.Stats{PromptTokens: 10, PrefillTokens: 10, KVBytes: 2048}, engine.CacheState{Live: 12, Seen: 12},
-			"prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 12/∞ live, 0 trimmed, 2.0 KiB ·"},
+			"prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 12/∞ live, 0 trimmed, 2 KiB ·"},
+		// Sizes read as in the chat's status line (bytesize.Format), not
+		// "512.0 KiB".
+		{"sizes as in the chat", engine.Stats{PromptTokens: 10, PrefillTokens: 10, KVBytes: 512 << 10, MemoryBytes: 3565158}, engine.CacheState{Live: 12, Seen: 12},
+			"prompt 10 tokens, 0.0 tok/s · decode 0 tokens, 0.0 tok/s · first token - · kv 12/∞ live, 0 trimmed, 512 KiB · rss 3.4 MiB ·"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

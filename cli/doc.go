@@ -3,6 +3,7 @@
 // subcommands, model resolution with a download progress bar, and backend
 // selection.
 //
-// It may import engine, ui, models (and their sub-packages), tensor and the
-// backends; main.go only calls Main.
+// It may import engine, ui, models (and their sub-packages), tensor, the
+// backends and bytesize (sizes, formatted as the chat formats them);
+// main.go only calls Main.
 package cli

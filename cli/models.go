@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"mlxchat/bytesize"
 	"mlxchat/models"
 	"mlxchat/models/checkpoint"
 	"mlxchat/models/hub"
@@ -28,7 +29,7 @@ type modelRow struct {
 // tokenizer and chat template, without reading the weights), with the
 // first reason, on one line, when it cannot.
 func describeModel(m hub.CachedModel, known []string, be tensor.Backend) modelRow {
-	row := modelRow{name: m.Repo, family: "?", quant: "?", size: humanBytes(m.Bytes), loads: "yes"}
+	row := modelRow{name: m.Repo, family: "?", quant: "?", size: bytesize.Format(m.Bytes), loads: "yes"}
 	if m.Source == "data-dir" {
 		row.name += " (data dir)"
 	}
@@ -136,7 +137,7 @@ func listCmd(w io.Writer) error {
 func rmCmd(ctx context.Context, name string, w io.Writer) error {
 	removed, err := hub.Remove(ctx, name, hub.Options{})
 	for _, m := range removed {
-		fmt.Fprintf(w, "removed %s (%s): %s\n", m.Repo, humanBytes(m.Bytes), m.Root)
+		fmt.Fprintf(w, "removed %s (%s): %s\n", m.Repo, bytesize.Format(m.Bytes), m.Root)
 	}
 	return err
 }

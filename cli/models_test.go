@@ -66,7 +66,7 @@ func TestListModels(t *testing.T) {
 		"Hugging Face cache: " + cache, "data dir:           " + data,
 		`(?m)^MODEL\s+FAMILY\s+QUANT\s+SIZE\s+LOADS$`,
 		`(?m)^me/dense \(data dir\)\s+gemma3n\s+dense bf16\s+\d+\.\d MiB\s+yes$`,
-		`(?m)^mlx-community/tiny-4bit\s+gemma3n\s+4-bit g64\s+\d+\.\d [KM]iB\s+yes$`,
+		`(?m)^mlx-community/tiny-4bit\s+gemma3n\s+4-bit g64\s+(\d+ KiB|\d+\.\d MiB)\s+yes$`,
 		`(?m)^org/llama4\s+llama4\s+4-bit g64\s+.*no: model_type llama4 not supported$`,
 		`(?m)^org/no-tokenizer\s+gemma3n\s+4-bit g64\s+.*no: incomplete \(missing tokenizer.json\)$`,
 		`(?m)^copied \(data dir\)\s+.*no: incomplete \(not in the data dir's ORG/NAME layout: move it to .*local.copied, or run it by its path\)$`,

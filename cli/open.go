@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"mlxchat/bytesize"
 	"mlxchat/engine"
 	"mlxchat/metal"
 	"mlxchat/models"
@@ -197,7 +198,7 @@ func (p *progressBar) update(stage string, done, total int64) {
 	p.stage = stage
 	p.drawn = true
 	if total <= 0 {
-		fmt.Fprintf(p.w, "\r%s %s\x1b[K", stage, humanBytes(done))
+		fmt.Fprintf(p.w, "\r%s %s\x1b[K", stage, bytesize.Format(done))
 		return
 	}
 	const width = 30
@@ -208,7 +209,7 @@ func (p *progressBar) update(stage string, done, total int64) {
 	if fill < width {
 		bar += ">" + strings.Repeat(" ", width-fill-1)
 	}
-	fmt.Fprintf(p.w, "\r%s %3.0f%% [%s] %s/%s\x1b[K", stage, frac*100, bar, humanBytes(done), humanBytes(total))
+	fmt.Fprintf(p.w, "\r%s %3.0f%% [%s] %s/%s\x1b[K", stage, frac*100, bar, bytesize.Format(done), bytesize.Format(total))
 }
 
 func (p *progressBar) finish() {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"mlxchat/bytesize"
 	"mlxchat/engine"
 )
 
@@ -342,7 +343,7 @@ func formatStats(s engine.Stats, cache engine.CacheState, reason engine.DoneReas
 	if s.TimeToFirstToken > 0 {
 		first = s.TimeToFirstToken.Round(1e6).String()
 	}
-	kv := humanBytes(s.KVBytes)
+	kv := bytesize.Format(s.KVBytes)
 	if cache.Seen > 0 {
 		limit := "∞"
 		if cache.Max > 0 {
@@ -352,19 +353,5 @@ func formatStats(s engine.Stats, cache engine.CacheState, reason engine.DoneReas
 	}
 	return fmt.Sprintf("%s, %.1f tok/s · decode %d tokens, %.1f tok/s · first token %s · kv %s · rss %s · %s",
 		prompt, s.PromptTokPerSec, s.DecodeTokens, s.DecodeTokPerSec,
-		first, kv, humanBytes(s.MemoryBytes), reason)
-}
-
-// humanBytes formats a byte count with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+		first, kv, bytesize.Format(s.MemoryBytes), reason)
 }

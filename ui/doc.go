@@ -3,7 +3,8 @@
 // It talks to the engine only through engine's request and event types and
 // never touches tensors.
 //
-// It may import engine, themes, the charm libraries (with their termenv,
+// It may import engine, themes, bytesize (sizes, formatted as the command
+// line formats them), the charm libraries (with their termenv,
 // go-runewidth and cancelreader) and github.com/adrg/xdg for its file
 // locations; not models,
 // kvcache, tensor or metal. Only its tests import more: engine/enginetest

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"mlxchat/bytesize"
 )
 
 // Paste thresholds: a bracketed paste at least this long is collapsed into a
@@ -94,20 +96,9 @@ func groupDigits(n int) string {
 	return b.String()
 }
 
-// formatBytes gives a short human size: 512 B, 11 KB, 3.4 MB, 1.2 GB.
-func formatBytes(n int64) string {
-	const k = 1024
-	switch {
-	case n < k:
-		return fmt.Sprintf("%d B", n)
-	case n < k*k:
-		return fmt.Sprintf("%d KiB", (n+k/2)/k)
-	case n < k*k*k:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
-	default:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
-	}
-}
+// formatBytes is bytesize.Format, so that a size reads the same in the
+// chat and in the command line's output.
+func formatBytes(n int64) string { return bytesize.Format(n) }
 
 // pasteSet is the collapsed pastes of the message being edited.
 type pasteSet struct {
