@@ -4,6 +4,7 @@
 // selection.
 //
 // It may import engine, ui, models (and their sub-packages), tensor, the
-// backends and bytesize (sizes, formatted as the chat formats them);
-// main.go only calls Main.
+// backends, bytesize (sizes, formatted as the chat formats them) and
+// textinput (run's prompt and document are checked as the chat's /read
+// checks a file); main.go only calls Main.
 package cli

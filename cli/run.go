@@ -12,6 +12,7 @@ import (
 
 	"mlxchat/bytesize"
 	"mlxchat/engine"
+	"mlxchat/textinput"
 )
 
 // readPrompt returns the prompt of `run`: --prompt, --prompt-file (or "-"),
@@ -23,11 +24,7 @@ func readPrompt(c *config, io_ IO) (string, error) {
 	case c.prompt != "":
 		return c.prompt, nil
 	case c.promptFile != "" && c.promptFile != "-":
-		b, err := os.ReadFile(c.promptFile)
-		if err != nil {
-			return "", fmt.Errorf("--prompt-file: %w", err)
-		}
-		return string(b), nil
+		return readTextFile(c.promptFile)
 	}
 	if io_.StdinIsTerminal && c.promptFile != "-" {
 		return "", usageErr(errors.New("no prompt: give --prompt TEXT, --prompt-file FILE or pipe it on stdin"))
@@ -35,11 +32,29 @@ func readPrompt(c *config, io_ IO) (string, error) {
 	if io_.Stdin == nil {
 		return "", usageErr(errors.New("no prompt: give --prompt TEXT or --prompt-file FILE"))
 	}
-	b, err := io.ReadAll(io_.Stdin)
-	if err != nil {
-		return "", fmt.Errorf("reading the prompt from stdin: %w", err)
+	return readTextStdin(io_.Stdin)
+}
+
+// readTextFile reads --prompt-file as text to give the model (the check
+// the chat's /read makes: textinput), at most textinput.MaxBytes; input
+// that is not text (a binary or huge file, a directory) is a usage error
+// naming the file and what was expected.
+func readTextFile(path string) (string, error) {
+	return textOrUsage(textinput.ReadFile(path, "--prompt-file "+path, textinput.MaxBytes))
+}
+
+// readTextStdin is readTextFile for stdin.
+func readTextStdin(r io.Reader) (string, error) {
+	return textOrUsage(textinput.Read(r, "stdin", textinput.MaxBytes))
+}
+
+// textOrUsage makes a textinput.NotTextError a usage error.
+func textOrUsage(text string, err error) (string, error) {
+	var nt *textinput.NotTextError
+	if errors.As(err, &nt) {
+		return "", usageErr(err)
 	}
-	return string(b), nil
+	return text, err
 }
 
 // DefaultRunMaxTokens caps the answer of `run` when neither --max-tokens
@@ -209,19 +224,15 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 func readDocument(c *config, io_ IO) (doc, instruction string, err error) {
 	switch {
 	case c.promptFile != "" && c.promptFile != "-":
-		b, err := os.ReadFile(c.promptFile)
-		if err != nil {
-			return "", "", fmt.Errorf("--prompt-file: %w", err)
+		if doc, err = readTextFile(c.promptFile); err != nil {
+			return "", "", err
 		}
-		doc = string(b)
 	case io_.StdinIsTerminal && c.promptFile != "-", io_.Stdin == nil:
 		return "", "", usageErr(errors.New("--summarize: no document: give --prompt-file FILE or pipe it on stdin (--prompt is the instruction)"))
 	default:
-		b, err := io.ReadAll(io_.Stdin)
-		if err != nil {
-			return "", "", fmt.Errorf("reading the document from stdin: %w", err)
+		if doc, err = readTextStdin(io_.Stdin); err != nil {
+			return "", "", err
 		}
-		doc = string(b)
 	}
 	if strings.TrimSpace(doc) == "" {
 		if c.promptFile != "" && c.promptFile != "-" {

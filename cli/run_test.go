@@ -300,3 +300,64 @@ func TestStatusLine(t *testing.T) {
 		t.Fatalf("piece title %q", title)
 	}
 }
+
+// TestRunRefusesBinaryInput: `run` gives the model only text, checked as
+// the chat's /read checks it (textinput): a prompt file or stdin with a
+// NUL byte or invalid UTF-8, one over 32 MiB or a directory is a one-line
+// usage error naming the file (or stdin) and what was expected, before
+// any model is loaded; the same holds for --summarize's document.
+func TestRunRefusesBinaryInput(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bin := file("a.out", "\x7fELF\x00\x01\x02")
+	latin1 := file("latin1.txt", "caf\xe9 au lait")
+	huge := file("huge.txt", "")
+	if err := os.Truncate(huge, 33<<20); err != nil {
+		t.Fatal(err)
+	}
+	const model = "./no/such/model" // never reached: the input is refused first
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"NUL byte", "", []string{"run", model, "--prompt-file", bin},
+			"mlxchat run: --prompt-file " + bin + " is not a text file (a NUL byte at offset 4), expected UTF-8 text"},
+		{"invalid UTF-8", "", []string{"run", model, "--prompt-file", latin1},
+			"mlxchat run: --prompt-file " + latin1 + " is not a UTF-8 text file (an invalid byte at offset 3)"},
+		{"huge file", "", []string{"run", model, "--prompt-file", huge},
+			"mlxchat run: --prompt-file " + huge + " is 33.0 MiB, expected at most 32.0 MiB of text"},
+		{"directory", "", []string{"run", model, "--prompt-file", dir},
+			"mlxchat run: --prompt-file " + dir + " is a directory, expected a text file"},
+		{"binary stdin", "hi\x00there", []string{"run", model},
+			"mlxchat run: stdin is not a text file (a NUL byte at offset 2), expected UTF-8 text"},
+		{"binary stdin as -", "\xff\xfeh\x00", []string{"run", model, "--prompt-file", "-"},
+			"mlxchat run: stdin is not a text file (a NUL byte at offset 3), expected UTF-8 text"},
+		{"huge stdin", strings.Repeat("a", 32<<20+1), []string{"run", model},
+			"mlxchat run: stdin is over 32.0 MiB, expected at most 32.0 MiB of text"},
+		{"binary document", "", []string{"run", model, "--summarize", "--max-kv-size", "64", "--prompt-file", bin},
+			"mlxchat run: --prompt-file " + bin + " is not a text file (a NUL byte at offset 4), expected UTF-8 text"},
+		{"binary document on stdin", "\x00", []string{"run", model, "--summarize", "--max-kv-size", "64"},
+			"mlxchat run: stdin is not a text file (a NUL byte at offset 0), expected UTF-8 text"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := invoke(t, tc.stdin, tc.args...)
+			if code != 2 || out != "" || errOut != tc.want+"\n" {
+				t.Fatalf("exit %d, stdout %q, stderr %q\nwant exit 2 and the one line %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+	// Text with a byte order mark and CRLF line ends is text.
+	prompt, err := readPrompt(&config{promptFile: file("crlf.txt", "\uFEFFline one\r\nline two\r\n")}, IO{})
+	if err != nil || prompt != "line one\nline two\n" {
+		t.Fatalf("CRLF prompt file: %q, %v", prompt, err)
+	}
+}

@@ -4,7 +4,8 @@
 // never touches tensors.
 //
 // It may import engine, themes, bytesize (sizes, formatted as the command
-// line formats them), the charm libraries (with their termenv,
+// line formats them), textinput (the text check of /read, which `mlxchat
+// run` makes too), the charm libraries (with their termenv,
 // go-runewidth and cancelreader) and github.com/adrg/xdg for its file
 // locations; not models,
 // kvcache, tensor or metal. Only its tests import more: engine/enginetest

@@ -1,20 +1,20 @@
 package ui
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"mlxchat/textinput"
 )
 
 // maxAttachBytes bounds a file /read or @path attaches.
-const maxAttachBytes = 32 << 20
+const maxAttachBytes = textinput.MaxBytes
 
 // attachment is a text file read for /read or an @path.
 type attachment struct {
@@ -36,32 +36,22 @@ type attachedMsg struct {
 }
 
 // readTextFile reads path as a text file to attach: a regular file of at
-// most maxAttachBytes, not empty, valid UTF-8 without NUL bytes (a binary
-// file is refused), a UTF-8 BOM dropped and CRLF line ends made LF.
+// most maxAttachBytes, valid UTF-8 without NUL bytes (textinput.Check,
+// which `mlxchat run` uses too: a binary file is refused), a UTF-8 BOM
+// dropped and CRLF line ends made LF, and not empty.
 func readTextFile(path string) (string, error) {
 	data, err := readRegularFile(path, maxAttachBytes)
 	if err != nil {
 		return "", err
 	}
-	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	if len(bytes.TrimSpace(data)) == 0 {
+	text, err := textinput.Check(path, data)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(text) == "" {
 		return "", fmt.Errorf("%s is empty", path)
 	}
-	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return "", fmt.Errorf("%s is not a text file (a NUL byte at offset %d)", path, i)
-	}
-	if !utf8.Valid(data) {
-		i := 0
-		for i < len(data) {
-			r, n := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			i += n
-		}
-		return "", fmt.Errorf("%s is not a UTF-8 text file (an invalid byte at offset %d)", path, i)
-	}
-	return strings.ReplaceAll(string(data), "\r\n", "\n"), nil
+	return text, nil
 }
 
 // expandHome turns a leading "~/" into the home directory.
