@@ -212,6 +212,10 @@ func runCmd(ctx context.Context, c *config, model string, io_ IO) error {
 				return nil
 			case engine.Error:
 				st.clear()
+				var room *engine.SummarizeRoomError
+				if errors.As(v.Err, &room) {
+					return usageErr(summarizeRoom(c, room))
+				}
 				return v.Err
 			}
 		}
@@ -241,6 +245,25 @@ func readDocument(c *config, io_ IO) (doc, instruction string, err error) {
 		return "", "", usageErr(errors.New("--summarize: the document read from stdin is empty"))
 	}
 	return doc, c.prompt, nil
+}
+
+// summarizeRoom words the engine's SummarizeRoomError for `run`: which
+// flags leave the document too little room, and which to change.
+func summarizeRoom(c *config, e *engine.SummarizeRoomError) error {
+	capName := fmt.Sprintf("--max-kv-size %d", e.Cap)
+	var fixes []string
+	if c.maxKV > 0 {
+		fixes = append(fixes, "raise --max-kv-size")
+	} else {
+		capName = fmt.Sprintf("the model's %d-token context (--max-kv-size is off)", e.Cap)
+	}
+	fixes = append(fixes, "shorten --prompt or --system")
+	if !e.ShortestAnswers {
+		fixes = append(fixes, "lower --max-tokens")
+	}
+	fix := strings.Join(fixes, ", or ")
+	return fmt.Errorf("--summarize: %s leaves %d tokens for pieces of the document, want at least %d: the prompt around it (chat template, --system, --prompt) takes %d and each answer keeps room for %d; %s",
+		capName, e.Left, e.Need, e.PromptTokens, e.AnswerTokens, fix)
 }
 
 // keepPieces is what `run --summarize` keeps when it is stopped before

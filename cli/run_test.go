@@ -361,3 +361,48 @@ func TestRunRefusesBinaryInput(t *testing.T) {
 		t.Fatalf("CRLF prompt file: %q, %v", prompt, err)
 	}
 }
+
+// TestRunSummarizeCapTooSmall: when --max-kv-size leaves no room for
+// pieces of the document, run says so in its own terms: the flags to
+// change, not the chat's "clear the conversation".
+func TestRunSummarizeCapTooSmall(t *testing.T) {
+	dir := tinyModel(t)
+	doc := writeFile(t, strings.Repeat("The cat sat on the mat. ", 200))
+	code, out, errOut := invoke(t, "", "run", dir, "--summarize", "--prompt-file", doc, "--max-kv-size", "24", "--threads", "1")
+	line := strings.TrimSuffix(errOut, "\n")
+	if code != 2 || out != "" || strings.Contains(line, "\n") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want exit 2 and one line", code, out, errOut)
+	}
+	// The cap shrinks the answers to the least room first, so shorter
+	// answers (--max-tokens) are no way out here.
+	for _, want := range []string{"mlxchat run: --summarize: --max-kv-size 24 leaves ", " tokens for pieces of the document, want at least ", "(chat template, --system, --prompt)",
+		"each answer keeps room for 16; raise --max-kv-size, or shorten --prompt or --system"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("stderr %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "conversation") || strings.Contains(line, "--max-tokens") {
+		t.Errorf("stderr %q speaks of a conversation, which run does not have, or of --max-tokens", line)
+	}
+}
+
+// TestSummarizeRoomWording: run's wording of the engine's error names the
+// cap as given and only the flags that can help.
+func TestSummarizeRoomWording(t *testing.T) {
+	for _, tc := range []struct {
+		maxKV int
+		e     engine.SummarizeRoomError
+		want  string
+	}{
+		{24, engine.SummarizeRoomError{PromptTokens: 39, AnswerTokens: 16, Cap: 24, Left: 0, Need: 137, ShortestAnswers: true},
+			"--summarize: --max-kv-size 24 leaves 0 tokens for pieces of the document, want at least 137: the prompt around it (chat template, --system, --prompt) takes 39 and each answer keeps room for 16; raise --max-kv-size, or shorten --prompt or --system"},
+		{300, engine.SummarizeRoomError{PromptTokens: 39, AnswerTokens: 90, Cap: 300, Left: 171, Need: 200},
+			"--summarize: --max-kv-size 300 leaves 171 tokens for pieces of the document, want at least 200: the prompt around it (chat template, --system, --prompt) takes 39 and each answer keeps room for 90; raise --max-kv-size, or shorten --prompt or --system, or lower --max-tokens"},
+		{0, engine.SummarizeRoomError{PromptTokens: 100, AnswerTokens: 16, Cap: 128, Left: 12, Need: 137, ShortestAnswers: true},
+			"--summarize: the model's 128-token context (--max-kv-size is off) leaves 12 tokens for pieces of the document, want at least 137: the prompt around it (chat template, --system, --prompt) takes 100 and each answer keeps room for 16; shorten --prompt or --system"},
+	} {
+		if got := summarizeRoom(&config{maxKV: tc.maxKV}, &tc.e).Error(); got != tc.want {
+			t.Errorf("max-kv %d:\n got %q\nwant %q", tc.maxKV, got, tc.want)
+		}
+	}
+}

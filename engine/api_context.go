@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // This file is the part of the engine's contract that deals with documents
 // longer than the live window (issue #15): the fit check before sending,
 // where each message lies in the cache (the trim boundary), pinned
@@ -175,6 +177,32 @@ type Summarize struct {
 	// Settings override the engine's current settings for this request
 	// only; nil uses the current ones.
 	Settings *Settings
+}
+
+// SummarizeRoomError is the error of a Summarize whose live cap leaves
+// too little room for pieces of the document beside the prompt around it
+// and the room kept for each answer. Its fields let a caller say what to
+// change in its own terms (`mlxchat run` names its flags); Error gives the
+// chat's wording.
+type SummarizeRoomError struct {
+	// PromptTokens is the prompt around the document: the conversation,
+	// the system prompt and the instruction.
+	PromptTokens int
+	// AnswerTokens is the room kept for each answer.
+	AnswerTokens int
+	// Cap is the live cap (Settings.LiveCap).
+	Cap int
+	// Left is what the cap leaves for the pieces (0 or more), Need the
+	// least they need.
+	Left, Need int
+	// ShortestAnswers says AnswerTokens is already the least room an
+	// answer gets, so asking for shorter answers would not help.
+	ShortestAnswers bool
+}
+
+func (e *SummarizeRoomError) Error() string {
+	return fmt.Sprintf("summarize: the conversation and the instruction take %d tokens and each answer %d of the %d-token cap, leaving %d for pieces of the document (want at least %d); raise --max-kv-size, clear the conversation or ask for shorter answers",
+		e.PromptTokens, e.AnswerTokens, e.Cap, e.Left, e.Need)
 }
 
 // SummaryPhase names the two phases of a Summarize.

@@ -140,8 +140,8 @@ func (sm *summarizer) run(touched *bool) (*Done, error) {
 		}
 		sm.budget = capTokens - len(sm.prefix) - len(tailIDs) - sm.room
 		if need := max(sm.mapHdr+minPieceTokens, sm.combineHdr+2*(sm.room+sm.partHdr)); sm.budget < need {
-			return nil, fmt.Errorf("summarize: the conversation and the instruction take %d tokens and each answer %d of the %d-token cap, leaving %d for pieces of the document (want at least %d); raise --max-kv-size, clear the conversation or ask for shorter answers",
-				len(sm.prefix)+len(tailIDs), sm.room, capTokens, max(0, sm.budget), need)
+			return nil, &SummarizeRoomError{PromptTokens: len(sm.prefix) + len(tailIDs), AnswerTokens: sm.room, Cap: capTokens,
+				Left: max(0, sm.budget), Need: need, ShortestAnswers: sm.room <= minAnswerTokens}
 		}
 	}
 
