@@ -192,6 +192,10 @@ func Main(ctx context.Context, args []string, io IO) int {
 		return 0
 	}
 	if c.version {
+		if len(pos) > 0 && !(len(pos) == 1 && pos[0] == "version") {
+			fmt.Fprintf(io.Stderr, "mlxchat: --version takes no arguments, got %s\n", strings.Join(pos, " "))
+			return 2
+		}
 		fmt.Fprintln(io.Stdout, versionString())
 		return 0
 	}
@@ -252,6 +256,10 @@ func Main(ctx context.Context, args []string, io IO) int {
 	}
 	switch cmd {
 	case "version":
+		if len(pos) > 0 {
+			fmt.Fprintf(io.Stderr, "mlxchat version: takes no arguments, got %s\n", strings.Join(pos, " "))
+			return 2
+		}
 		fmt.Fprintln(io.Stdout, versionString())
 		return 0
 	}
@@ -327,19 +335,44 @@ func checkFlagsFor(cmd string, args []string) error {
 	return nil
 }
 
+// versionString is what `mlxchat --version` prints, from this binary's
+// build information (see versionLine).
 func versionString() string {
-	v := Version
-	if v == "" {
-		v = "devel"
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-					v = "devel-" + s.Value[:12]
-				}
+	bi, _ := debug.ReadBuildInfo()
+	return versionLine(Version, bi)
+}
+
+// versionLine is the version line for the release version (Version; ""
+// is "devel") and the build information bi (nil: none): "mlxchat devel
+// (rev 0655c6157a4e, modified, go1.26.8, linux/amd64)". The revision and
+// whether the tree had uncommitted changes ("modified") are the
+// vcs.revision and vcs.modified that `go build` records in a git checkout;
+// without them (go run, -buildvcs=false, a git worktree, whose .git is a
+// file the toolchain does not follow) the line says "rev unknown".
+func versionLine(version string, bi *debug.BuildInfo) string {
+	if version == "" {
+		version = "devel"
+	}
+	rev, modified := "", false
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
 			}
 		}
 	}
-	return fmt.Sprintf("mlxchat %s (%s, %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	parts := []string{"rev unknown"}
+	if rev != "" {
+		parts = []string{"rev " + rev[:min(12, len(rev))]}
+		if modified {
+			parts = append(parts, "modified")
+		}
+	}
+	parts = append(parts, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
+	return fmt.Sprintf("mlxchat %s (%s)", version, strings.Join(parts, ", "))
 }
 
 func usage(fs *flagSet) string {

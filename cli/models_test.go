@@ -139,17 +139,6 @@ func TestRemoveModel(t *testing.T) {
 	}
 }
 
-func TestVersionFlag(t *testing.T) {
-	code, out, _ := invoke(t, "", "--version")
-	if code != 0 || !strings.HasPrefix(out, "mlxchat ") {
-		t.Fatalf("--version: exit %d, %q", code, out)
-	}
-	_, want, _ := invoke(t, "", "version")
-	if out != want {
-		t.Fatalf("--version %q, version %q", out, want)
-	}
-}
-
 // TestListSaysWhyAModelWontLoad: `list` says "no" with the load's own
 // reason for models in the data dir that hub's completeness check passes
 // but that fail to load (the checks of a real load, on headers, tokenizer
