@@ -121,6 +121,19 @@
 // summaries of /summarize); Ctrl+C twice within 2 s quits
 // (the first one also stops a running answer).
 //
+// Enter on a message while an answer runs (or the model loads) queues it
+// (queue.go), as a terminal does for ollama or mlx_lm.chat: it leaves the
+// editor, so that a command typed next runs as typed instead of being
+// glued onto it, the notice says "queued: your message is sent when the
+// answer ends", the status line "1 message queued", and it is sent when
+// the answer ends by itself (or the model is ready); a second message
+// joins it. Esc stops the answer and puts the queued message back into
+// the editor, not sent (a message sent after the Esc goes once the answer
+// has stopped); a failed answer puts it back too. When the answer ends
+// while the editor holds text, the queued message waits: Enter sends it
+// (joined above the text when that is a message; a command runs first)
+// and Esc puts it back. It is saved with the draft.
+//
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
 // shown in the editor as one block "[pasted: 2,631 tokens, 11 KiB]" (the count
 // is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E

@@ -138,7 +138,7 @@ func (m *model) fitted(f engine.Fit) {
 	}
 	m.held = &heldMessage{text: m.ed.value(), pastes: m.ed.present(), fit: f}
 	m.ed.clear()
-	m.ed.ta.Placeholder = heldPlaceholder
+	m.refreshPlaceholder()
 	m.afterEdit()
 	m.st.setWarning(fitNotice(m.heldWhat(), f))
 	m.saveDraft(true)
@@ -194,7 +194,7 @@ func fitNotice(what string, f engine.Fit) string {
 func (m *model) releaseHeld() {
 	h := m.held
 	m.held = nil
-	m.ed.ta.Placeholder = defaultPlaceholder
+	m.refreshPlaceholder()
 	text, blocks := h.text, append([]pasteBlock(nil), h.pastes...)
 	if cur := m.ed.value(); cur != "" {
 		text += "\n" + cur

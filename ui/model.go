@@ -167,8 +167,11 @@ type model struct {
 	// awaitDoc is a bare /summarize waiting for its document: the next
 	// paste or /read file.
 	awaitDoc *awaitSummarize
-	jobs     jobs
-	quitArm  quitArm
+	// queued is the message sent while an answer ran or the model loaded
+	// (queue.go).
+	queued  *queuedMessage
+	jobs    jobs
+	quitArm quitArm
 	// frameQueued and saveQueued say a frame tick and a draft-save tick
 	// are pending.
 	frameQueued, saveQueued bool
@@ -345,6 +348,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if m.phase == phaseQuit {
 		return m, tea.Quit
 	}
+	m.refreshPlaceholder()
 	m.fitNotice()
 	cmds = append(cmds, m.scheduleFrame())
 	return m, tea.Batch(cmds...)
@@ -378,6 +382,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 		m.tr.invalidate()
 		m.layout()
 		m.tr.refresh()
+		return m.sendQueued()
 	case engine.PrefillProgress:
 		if m.ours(e) {
 			p := e
@@ -416,9 +421,9 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 		switch {
 		case !m.ours(e):
 		case m.req.summarize:
-			m.summarized(e)
+			return m.requestEnded(e.Reason != engine.DoneCancelled, func() { m.summarized(e) })
 		default:
-			m.endRequest(e.Text, e.Reason, nil)
+			return m.requestEnded(e.Reason != engine.DoneCancelled, func() { m.endRequest(e.Text, e.Reason, nil) })
 		}
 	case engine.Fit:
 		m.fitted(e)
@@ -445,14 +450,16 @@ func (m *model) handleError(e engine.Error) tea.Cmd {
 	case m.fit.id != 0 && e.ID == m.fit.id:
 		m.fitFailed()
 	case m.ours(e):
-		if m.req.summarize {
-			m.tr.clearSpans()
-		}
-		m.endRequest(e.Text, "", e.Err)
-		if e.CacheReset {
-			m.st.emptied()
-			m.tr.clearSpans()
-		}
+		return m.requestEnded(false, func() {
+			if m.req.summarize {
+				m.tr.clearSpans()
+			}
+			m.endRequest(e.Text, "", e.Err)
+			if e.CacheReset {
+				m.st.emptied()
+				m.tr.clearSpans()
+			}
+		})
 	default:
 		if prev, ok := m.set.pending[e.ID]; ok {
 			delete(m.set.pending, e.ID)
@@ -515,6 +522,8 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 		case m.held != nil:
 			m.releaseHeld()
 			m.setNotice("the held message is back in the editor")
+		case m.unqueue():
+			m.setNotice("the queued message is back in the editor, not sent")
 		case m.awaitDoc != nil:
 			m.stopAwaiting()
 			m.setNotice("/summarize cancelled")

@@ -71,17 +71,23 @@ func (m *model) snapshot() conversationFile {
 	return c
 }
 
-// draft is what a save keeps of the unsent input: the held message and
-// the editor's text, and their pastes.
+// draft is what a save keeps of the unsent input: the held message, the
+// queued one and the editor's text, and their pastes.
 func (m *model) draft() (string, []pasteBlock) {
 	v := m.ed.value()
 	blocks := m.ed.pastes.present(v)
-	if h := m.held; h != nil {
+	above := func(text string, pastes []pasteBlock) {
 		if v != "" {
 			v = "\n" + v
 		}
-		v = h.text + v
-		blocks = append(append([]pasteBlock(nil), h.pastes...), blocks...)
+		v = text + v
+		blocks = append(append([]pasteBlock(nil), pastes...), blocks...)
+	}
+	if q := m.queued; q != nil {
+		above(q.text, q.pastes)
+	}
+	if h := m.held; h != nil {
+		above(h.text, h.pastes)
 	}
 	return v, blocks
 }

@@ -50,9 +50,13 @@ func (m *model) submit() tea.Cmd {
 	text := m.ed.value()
 	present := m.ed.present()
 	if strings.TrimSpace(text) == "" {
-		if m.held != nil && m.phase == phaseIdle && m.fit.id == 0 {
+		switch {
+		case m.phase != phaseIdle || m.fit.id != 0:
+		case m.held != nil:
 			m.releaseHeld()
 			m.send()
+		case m.queued != nil:
+			return m.sendQueued()
 		}
 		return nil
 	}
@@ -81,11 +85,10 @@ func (m *model) submit() tea.Cmd {
 		return cmd
 	}
 	switch {
-	case m.phase == phaseLoading:
-		m.setError(fmt.Errorf("the model is still loading; your message stays here until it is ready"))
-		return nil
-	case m.phase.busy():
-		m.setError(fmt.Errorf("still answering: press Esc to stop it, then send"))
+	case m.phase == phaseLoading || m.phase.busy():
+		// Sent when the answer ends (queue.go); the editor is free for
+		// what comes next.
+		m.queue()
 		return nil
 	case m.fit.id != 0:
 		m.setNotice("still checking that the message fits the live window…")
@@ -95,6 +98,8 @@ func (m *model) submit() tea.Cmd {
 		return nil
 	}
 	m.stopAwaiting() // a message instead of the document: the /summarize is dropped
+	m.takeQueued()   // a message queued earlier goes first, in the same message
+	text = m.ed.value()
 	if cmd, ok, err := m.startAtPaths(text); err != nil {
 		m.setError(err)
 		return nil

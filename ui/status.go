@@ -39,6 +39,8 @@ type status struct {
 	// while the engine renders and tokenizes it, before its first progress.
 	sentBytes int
 	notice    notice
+	// queued says a message waits to be sent (model.queued).
+	queued bool
 }
 
 // flash is the meter's highlight after a trim. It shows how many tokens
@@ -181,6 +183,9 @@ func (s *status) line(p phase, width int) string {
 		segs = append(segs, s.theme.Dim.Render("Esc stop"))
 	case phaseStopping:
 		segs = append(segs, s.theme.Dim.Render("stopping…"))
+	}
+	if s.queued {
+		segs = append(segs, s.theme.Accent.Render("1 message queued"))
 	}
 	if s.stats != nil && s.stats.MemoryBytes > 0 {
 		segs = append(segs, "mem "+formatBytes(s.stats.MemoryBytes))

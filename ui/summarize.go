@@ -66,12 +66,12 @@ func (m *model) runSummarize(instruction string) error {
 		h := m.held
 		j = summarizeFrom(h.text, h.pastes)
 		m.held = nil
-		m.ed.ta.Placeholder = defaultPlaceholder
+		m.refreshPlaceholder()
 	default:
 		var ok bool
 		if j, ok = m.lastDocument(); !ok {
 			m.awaitDoc = &awaitSummarize{instruction: instruction}
-			m.ed.ta.Placeholder = awaitPlaceholder
+			m.refreshPlaceholder()
 			m.setNotice("/summarize: paste the document (or /read FILE) and it is summarized at once · Esc cancels")
 			return nil
 		}
@@ -95,9 +95,7 @@ const awaitPlaceholder = "paste the document to summarize, or /read FILE · Esc 
 // stopAwaiting ends a /summarize's wait for its document.
 func (m *model) stopAwaiting() {
 	m.awaitDoc = nil
-	if m.ed.ta.Placeholder == awaitPlaceholder {
-		m.ed.ta.Placeholder = defaultPlaceholder
-	}
+	m.refreshPlaceholder()
 }
 
 // summarizeAwaited runs the waiting /summarize on the editor, which has
