@@ -274,7 +274,9 @@
 // "partial": true and "note": "interrupted", and shows as
 // "partial · interrupted" when loaded; a /summarize still in its pieces
 // is saved as Esc would keep it, the pieces done as a partial answer,
-// "interrupted after 3 of 9 pieces". The periodic save also writes the
+// "interrupted after 3 of 9 pieces". Every quit and signal path words it
+// so, also when the engine's answer to the stop reaches the chat before
+// it ends; only Esc says "stopped". The periodic save also writes the
 // reasoning and each finished piece as they come. /save FILE and
 // /load FILE use that folder for bare names (".json" added when there is
 // no extension). /save of a path with a folder needs that folder to exist

@@ -239,3 +239,54 @@ func TestRunSignalsDuringSummarizeKeepPieces(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalNoteWhenTheStopArrives: a signal (or a quit) during an answer
+// or a /summarize labels what is saved "interrupted" even when the
+// engine's answer to the Cancel, Done with the pieces done, comes before
+// the chat has ended (QA: SIGHUP saved "stopped after 2 of 5 pieces",
+// SIGTERM "interrupted after ..."); Esc says "stopped".
+func TestSignalNoteWhenTheStopArrives(t *testing.T) {
+	ways := []struct {
+		name string
+		stop func(m *model)
+		want string // the note's first word
+	}{
+		{"signal", func(m *model) { update(m, signalMsg{}) }, noteInterrupted},
+		{"Ctrl+C twice", func(m *model) { press(m, tea.KeyCtrlC); press(m, tea.KeyCtrlC) }, noteInterrupted},
+		{"/quit", func(m *model) { command(m, "/quit") }, noteInterrupted},
+		{"Esc", func(m *model) { press(m, tea.KeyEsc) }, "stopped"},
+	}
+	for _, w := range ways {
+		t.Run("summarize/"+w.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			ready(m)
+			typeText(m, "/summarize ")
+			paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.Summarize](t, fe)
+			done := []engine.SummaryPiece{piece(1, 5, "One."), piece(2, 5, "Two.")}
+			events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: done[0]}, engine.PieceSummary{Header: hdr(id, 0), Piece: done[1]})
+			w.stop(m)
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Pieces: done})
+			m.record(false) // Run's exit save
+			_ = m.files.saver.flush()
+			a := readConv(t, m.files.saver.currentPath()).Messages[1]
+			if want := w.want + " after 2 of 5 pieces"; a.Note != want || !a.Partial {
+				t.Errorf("saved note %q (partial %v), want %q", a.Note, a.Partial, want)
+			}
+		})
+		t.Run("answer/"+w.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			ready(m)
+			_, id := send(t, m, fe, "tell me a story")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "Once upon", Tokens: 2})
+			w.stop(m)
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Text: "Once upon"})
+			m.record(false)
+			_ = m.files.saver.flush()
+			if a := readConv(t, m.files.saver.currentPath()).Messages[1]; a.Note != w.want || !a.Partial {
+				t.Errorf("saved note %q (partial %v), want %q", a.Note, a.Partial, w.want)
+			}
+		})
+	}
+}

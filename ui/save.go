@@ -54,7 +54,7 @@ func (m *model) snapshot() conversationFile {
 					// A /summarize interrupted before its final answer began:
 					// the pieces done are the answer, as when Esc stops it.
 					sm.Content, sm.Partial, inline = piecesText(t.pieces), true, true
-					sm.Note = fmt.Sprintf("%s after %d of %d pieces", noteInterrupted, len(t.pieces), t.pieces[0].Pieces)
+					sm.Note = piecesNote(noteInterrupted, len(t.pieces), t.pieces[0].Pieces)
 				case t.stream.text == "" && strings.TrimSpace(t.reasoning) == "":
 					continue // nothing streamed yet: the question stays unanswered
 				default:

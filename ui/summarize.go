@@ -166,6 +166,13 @@ func (m *model) startSummarize(j summarizeJob, head string) {
 	m.tr.gotoBottom()
 }
 
+// piecesNote is the note of a /summarize answer ended in its pieces:
+// "stopped after 3 of 9 pieces" (Esc) or "interrupted after 3 of 9
+// pieces" (a quit or a signal, whichever way the end reached the chat).
+func piecesNote(word string, done, total int) string {
+	return fmt.Sprintf("%s after %d of %d pieces", word, done, total)
+}
+
 // summarized ends a Summarize: the answer with its piece summaries; a
 // stop keeps what was done (the pieces finished, and the answer's text so
 // far).
@@ -185,9 +192,16 @@ func (m *model) summarized(d engine.Done) {
 		// answer.
 		t.piecesInline = true
 		n := t.pieces[0].Pieces
+		quitting := m.phase == phaseQuit
 		m.endRequest(piecesText(t.pieces), d.Reason, nil)
 		t = &m.tr.turns[r.turn]
-		t.note = fmt.Sprintf("stopped after %d of %d pieces", len(t.pieces), n)
+		word := "stopped" // Esc
+		if quitting {
+			// A quit or a signal: the same words as the exit save gives
+			// pieces still streaming (snapshot).
+			word = noteInterrupted
+		}
+		t.note = piecesNote(word, len(t.pieces), n)
 		m.tr.changed(r.turn)
 		m.tr.refresh()
 		m.setNotice(fmt.Sprintf("stopped; the summaries of the %d pieces done are kept", len(t.pieces)))
