@@ -276,7 +276,10 @@
 // is saved as Esc would keep it, the pieces done as a partial answer,
 // "interrupted after 3 of 9 pieces". Every quit and signal path words it
 // so, also when the engine's answer to the stop reaches the chat before
-// it ends; only Esc says "stopped". The periodic save also writes the
+// it ends; only Esc says "stopped". Any other answer that ended early
+// shows the label it had live once loaded ("max tokens", with the /max it
+// was cut at, "stopped", "repeating", "failed"): a token-limit cut is no
+// interruption. The periodic save also writes the
 // reasoning and each finished piece as they come. /save FILE and
 // /load FILE use that folder for bare names (".json" added when there is
 // no extension). /save of a path with a folder needs that folder to exist

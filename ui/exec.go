@@ -507,7 +507,7 @@ func (m *model) applyLoad(msg loadedMsg) {
 			t.content = "(an answer from the file without a question before it; not sent to the model)\n" + sm.Content
 		default:
 			t.kind = turnAssistant
-			t.note = loadedNote(sm)
+			t.note, t.maxTokens = loadedNote(sm), sm.MaxTokens
 			t.reasoning = sm.Reasoning
 			if sm.Summary != nil {
 				t.pieces, t.piecesInline = loadPieces(sm.Summary.Pieces), sm.Summary.Inline

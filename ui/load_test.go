@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -182,5 +183,106 @@ func TestLoadRepairPutsUnansweredBack(t *testing.T) {
 		{Role: "user", Content: "summarize:\n" + doc + "\n\nplease\ndraft text"}}
 	if !reflect.DeepEqual(g.Conversation, want) {
 		t.Errorf("sent %+v", g.Conversation)
+	}
+}
+
+// answerLabels is the label line of message #2 and the title line of its
+// fold (reasoning or pieces; "" when none), as the screen shows them.
+func answerLabels(t *testing.T, m *model) (label, fold string) {
+	t.Helper()
+	for _, l := range strings.Split(screen(m), "\n") {
+		l = strings.TrimRight(l, " ")
+		switch {
+		case strings.HasSuffix(l, "#2"):
+			label = l
+		case strings.Contains(l, "▸ "):
+			fold = strings.TrimSpace(l)
+		}
+	}
+	if label == "" {
+		t.Fatalf("no label line for #2:\n%s", screen(m))
+	}
+	return label, fold
+}
+
+// TestLabelsSurviveReload: however an answer ended, its label (and the
+// title of its reasoning fold) after /load is the one the chat showed
+// live: an answer cut by the token limit is "max tokens", not "partial ·
+// max tokens" as QA found, since the cut is no interruption.
+func TestLabelsSurviveReload(t *testing.T) {
+	doc := strings.Repeat("a paragraph of the report.\n\n", 80)
+	tests := []struct {
+		name string
+		run  func(t *testing.T, m *model, fe *fakeEngine)
+		want string // the live label's note
+	}{
+		{"max tokens", func(t *testing.T, m *model, fe *fakeEngine) {
+			command(m, "/max 40")
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "a long", Tokens: 40},
+				engine.Done{Header: hdr(id, 0), Reason: engine.DoneMaxTokens, Text: "a long", Tokens: 40})
+		}, "max tokens"},
+		{"max tokens while thinking", func(t *testing.T, m *model, fe *fakeEngine) {
+			command(m, "/max 30")
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "The user greets me. I should", Tokens: 30, Reasoning: true},
+				engine.Done{Header: hdr(id, 0), Reason: engine.DoneMaxTokens, Reasoning: "The user greets me. I should", Tokens: 30})
+		}, "max tokens"},
+		{"stopped", func(t *testing.T, m *model, fe *fakeEngine) {
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "half", Tokens: 1})
+			press(m, tea.KeyEsc)
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Text: "half"})
+		}, "stopped"},
+		{"repeating", func(t *testing.T, m *model, fe *fakeEngine) {
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneLoop, Text: "la la la"})
+		}, "repeating"},
+		{"failed", func(t *testing.T, m *model, fe *fakeEngine) {
+			_, id := send(t, m, fe, "hi")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "some", Tokens: 1},
+				engine.Error{Header: hdr(id, 0), Err: errors.New("boom"), Text: "some"})
+		}, "failed"},
+		{"summarize stopped in its pieces", func(t *testing.T, m *model, fe *fakeEngine) {
+			typeText(m, "/summarize ")
+			paste(m, doc)
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.Summarize](t, fe)
+			press(m, tea.KeyEsc)
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Pieces: []engine.SummaryPiece{piece(1, 5, "One."), piece(2, 5, "Two.")}})
+		}, "stopped after 2 of 5 pieces"},
+		{"summarize cut at the token limit", func(t *testing.T, m *model, fe *fakeEngine) {
+			command(m, "/max 20")
+			typeText(m, "/summarize ")
+			paste(m, doc)
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.Summarize](t, fe)
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneMaxTokens, Text: "In short",
+				Pieces: []engine.SummaryPiece{piece(1, 2, "One."), piece(2, 2, "Two.")}})
+		}, "max tokens"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			readyThinking(m, true)
+			tc.run(t, m, fe)
+			label, fold := answerLabels(t, m)
+			if !strings.Contains(label, "qwen3-tiny · "+tc.want+" ") {
+				t.Fatalf("live label %q, want the note %q", label, tc.want)
+			}
+			m2, _ := newTestModel(t)
+			update(m2, tea.WindowSizeMsg{Width: 120, Height: 40})
+			readyThinking(m2, true)
+			typeText(m2, "/load "+m.files.saver.currentPath())
+			enter(m2)
+			label2, fold2 := answerLabels(t, m2)
+			if label2 != label {
+				t.Errorf("label after /load\n %q\nwant the live one\n %q", label2, label)
+			}
+			if fold2 != fold {
+				t.Errorf("fold title after /load %q, want the live one %q", fold2, fold)
+			}
+		})
 	}
 }

@@ -46,7 +46,8 @@ func (m *model) snapshot() conversationFile {
 			}
 			c.Messages = append(c.Messages, sm)
 		case turnAssistant:
-			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning, Pinned: t.pinned}
+			sm := savedMessage{Role: engine.RoleAssistant, Content: t.content, Partial: t.partial, Note: savedNote(t.note), Reasoning: t.reasoning, Pinned: t.pinned,
+				MaxTokens: t.maxTokens}
 			inline := t.piecesInline
 			if t.stream != nil {
 				switch {
@@ -92,16 +93,24 @@ func (m *model) draft() (string, []pasteBlock) {
 	return v, blocks
 }
 
-// loadedNote is the label note of a loaded answer: "partial", with the
-// reason it ended when the file gives one ("partial · interrupted").
+// loadedNote is the label note of a loaded answer: the one the chat
+// showed live ("max tokens", "stopped", "stopped after 3 of 9 pieces"),
+// so that a reload changes no label. An answer saved while it still
+// streamed had no live label: it is "partial · interrupted" ("partial ·
+// interrupted after 3 of 9 pieces"), and one saved with no reason
+// "partial".
 func loadedNote(sm savedMessage) string {
 	if !sm.Partial {
 		return ""
 	}
-	if n := savedNote(sm.Note); n != "" {
+	switch n := savedNote(sm.Note); {
+	case n == "":
+		return "partial"
+	case strings.HasPrefix(n, noteInterrupted):
 		return "partial · " + n
+	default:
+		return n
 	}
-	return "partial"
 }
 
 // savedNote is the reason a partial answer ended, without the "partial"

@@ -33,6 +33,10 @@ type savedMessage struct {
 	// "failed", "repeating", or "interrupted" (the chat ended or was
 	// killed while the answer streamed).
 	Note string `json:"note,omitempty"`
+	// MaxTokens is the /max an answer was cut at (note "max tokens"), so
+	// that a loaded answer says "cut at /max 30 tokens while thinking" as
+	// it did live.
+	MaxTokens int `json:"max_tokens,omitempty"`
 	// Reasoning is an answer's reasoning (a reasoning model's thinking),
 	// shown folded and sent back with the answer.
 	Reasoning string `json:"reasoning,omitempty"`
@@ -78,7 +82,7 @@ type savedPiece struct {
 //
 //	{"version":1, "model":"...", "created":"RFC3339", "updated":"RFC3339",
 //	 "system":"...", "messages":[{"role":"user","content":"..."}, ...],
-//	 (a message may also have "display", "partial", "note", "pinned",
+//	 (a message may also have "display", "partial", "note", "max_tokens", "pinned",
 //	 "summarize":{"instruction":"..."} and, on a /summarize answer,
 //	 "summary":{"pieces":[{"piece":1,"pieces":9,"start":0,"end":4096,"text":"..."}]})
 //	 "draft":"...", "draft_pastes":[{"label":"[pasted: ...]","content":"..."}]}

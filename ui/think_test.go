@@ -176,7 +176,7 @@ func TestThinkingStopped(t *testing.T) {
 	}
 	typeText(m2, "/load "+dst)
 	enter(m2)
-	if s := screen(m2); !strings.Contains(s, "▸ stopped while thinking · 6 words") || !strings.Contains(s, "partial · stopped") {
+	if s := screen(m2); !strings.Contains(s, "▸ stopped while thinking · 6 words") || !strings.Contains(s, "qwen3-tiny · stopped") {
 		t.Fatalf("loaded conversation lost the stopped reasoning:\n%s", s)
 	}
 	g, _ := send(t, m, fe, "go on")
@@ -187,7 +187,8 @@ func TestThinkingStopped(t *testing.T) {
 
 // TestThinkingCutAtMax: an answer the token limit cut while the model was
 // still thinking is labelled as cut at the limit, not as stopped (which
-// says the user pressed Esc), in the chat and once loaded.
+// says the user pressed Esc), in the chat and, in the same words, once
+// loaded.
 func TestThinkingCutAtMax(t *testing.T) {
 	m, fe := newTestModel(t)
 	readyThinking(m, true)
@@ -205,7 +206,7 @@ func TestThinkingCutAtMax(t *testing.T) {
 	readyThinking(m2, true)
 	typeText(m2, "/load "+m.files.saver.currentPath())
 	enter(m2)
-	if s := screen(m2); !strings.Contains(s, "▸ cut at the token limit while thinking · 6 words") || !strings.Contains(s, "partial · max tokens") {
+	if s := screen(m2); !strings.Contains(s, "▸ cut at /max 30 tokens while thinking · 6 words") || !strings.Contains(s, "qwen3-tiny · max tokens") {
 		t.Fatalf("loaded cut reasoning labelled as:\n%s", s)
 	}
 }
