@@ -182,7 +182,13 @@
 // by default the last message): the engine keeps its tokens in the
 // never-trimmed prefix of the cache, beside the attention sink. Its label
 // says "pinned", the meter counts the pinned tokens ("· 120 pinned"),
-// /stats lists the pinned messages, and the flag is saved with the
+// /stats lists the pinned messages. The pinned tokens are, everywhere,
+// those a pin keeps beside the sink (engine.CacheState.Pinned, what the
+// engine's half-the-cap budget counts): a first message that reaches into
+// the sink is "message #1 pinned (7 tokens beside the sink, 1 more in
+// it)" on the notice line, "7 pinned" on the meter and "pinned #1 you (7
+// tokens beside the sink, 1 more in it; never trimmed)" in /stats. The
+// flag is saved with the
 // conversation and restored by /load. /unpin [N] releases message N (by
 // default the last pinned one). A bad N, nothing to pin, or a pin that
 // would take the sink and the pins past half the cap (the engine's limit)

@@ -237,8 +237,8 @@ func (m *model) pinCommand(c Command) error {
 		msg = fmt.Sprintf("message #%d pinned: it was trimmed, so the next answer prefills the conversation again to keep it whole", num)
 	default:
 		msg = fmt.Sprintf("message #%d pinned: trimming never drops it", num)
-		if n, ok := m.tr.tokens(i, m.sess.count); ok {
-			msg = fmt.Sprintf("message #%d pinned (%s tokens): trimming never drops it", num, groupDigits(n))
+		if p, ok := m.pinnedTokens(i); ok {
+			msg = fmt.Sprintf("message #%d pinned (%s): trimming never drops it", num, p)
 		}
 	}
 	if m.phase.busy() {
@@ -256,8 +256,7 @@ func (m *model) pinCommand(c Command) error {
 // the most the engine lets never-trimmed tokens take. Messages whose
 // tokens are not known are left out (the engine checks them).
 func (m *model) checkPins(s engine.Settings, extra int) error {
-	s = s.Normalize()
-	c := m.liveCap(s)
+	c := m.liveCap(s.Normalize())
 	if c <= 0 {
 		return nil
 	}
@@ -267,36 +266,37 @@ func (m *model) checkPins(s engine.Settings, extra int) error {
 		if !t.isMessage() || (!t.pinned && i != extra) {
 			continue
 		}
-		n, ok := m.tr.tokens(i, m.sess.count)
+		p, ok := m.pinnedTokens(i)
 		if !ok {
 			continue
 		}
-		pinned += n
+		pinned += p.beside
 		if i != extra {
-			others += n
+			others += p.beside
 		}
 	}
-	if pinned == 0 || s.SinkTokens+pinned <= c/2 {
+	sink := m.sinkTokens()
+	if pinned == 0 || sink+pinned <= c/2 {
 		return nil
 	}
-	half := c / 2
+	half, need := c/2, sink+pinned
 	if extra < 0 {
-		return fmt.Errorf("the pinned messages (%s tokens) and the %d-token sink need %s, more than half of the cap (%s), the most they may keep; /unpin one first or set /kv %d or more",
-			groupDigits(pinned), s.SinkTokens, groupDigits(s.SinkTokens+pinned), groupDigits(half), 2*(s.SinkTokens+pinned))
+		return fmt.Errorf("the pinned messages (%s tokens beside the sink) and the %d-token sink need %s, more than half of the cap (%s), the most they may keep; /unpin one first or set /kv %d or more",
+			groupDigits(pinned), sink, groupDigits(need), groupDigits(half), 2*need)
 	}
-	n := pinned - others
-	what := fmt.Sprintf("with the %d-token sink", s.SinkTokens)
+	what := fmt.Sprintf("with the %d-token sink", sink)
 	if others > 0 {
-		what = fmt.Sprintf("with the messages already pinned (%s tokens) and the %d-token sink", groupDigits(others), s.SinkTokens)
+		what = fmt.Sprintf("with the messages already pinned (%s tokens beside the sink) and the %d-token sink", groupDigits(others), sink)
 	}
-	return fmt.Errorf("message #%d has %s tokens; %s that is %s, more than half of the %s-token cap (%s), the most pins may keep; /unpin a message or raise /kv to %d",
-		m.tr.number(extra), groupDigits(n), what, groupDigits(s.SinkTokens+pinned), groupDigits(c), groupDigits(half), 2*(s.SinkTokens+pinned))
+	return fmt.Errorf("message #%d has %s tokens beside the sink; %s that is %s, more than half of the %s-token cap (%s), the most pins may keep; /unpin a message or raise /kv to %d",
+		m.tr.number(extra), groupDigits(pinned-others), what, groupDigits(need), groupDigits(c), groupDigits(half), 2*need)
 }
 
 // pinLines lists the pinned messages for /stats.
 func (m *model) pinLines() []string {
 	var nums []string
-	total, known := 0, true
+	var total pinCount
+	known := true
 	for i := range m.tr.turns {
 		t := &m.tr.turns[i]
 		if !t.isMessage() || !t.pinned {
@@ -307,8 +307,9 @@ func (m *model) pinLines() []string {
 			who = m.tr.label
 		}
 		nums = append(nums, fmt.Sprintf("#%d %s", m.tr.number(i), who))
-		if n, ok := m.tr.tokens(i, m.sess.count); ok {
-			total += n
+		if p, ok := m.pinnedTokens(i); ok {
+			total.beside += p.beside
+			total.inSink += p.inSink
 		} else {
 			known = false
 		}
@@ -318,7 +319,7 @@ func (m *model) pinLines() []string {
 	}
 	line := "pinned " + strings.Join(nums, ", ")
 	if known {
-		line += fmt.Sprintf(" (%s tokens, never trimmed)", groupDigits(total))
+		line += fmt.Sprintf(" (%s; never trimmed)", total)
 	} else {
 		line += " (never trimmed)"
 	}
@@ -767,4 +768,50 @@ func (m *model) modelText() string {
 		fmt.Fprintf(&b, "\nsystem  %s", s.System)
 	}
 	return b.String()
+}
+
+// pinCount is what a pinned message keeps: its tokens beside the sink,
+// which the meter counts as "pinned" and the engine's budget (sink + pins
+// at most half the cap) counts, and those of its tokens that lie in the
+// sink already (only a first message can reach into it).
+type pinCount struct {
+	beside, inSink int
+}
+
+// String is how the pin notice and /stats say it: "20 tokens beside the
+// sink", or "7 tokens beside the sink, 1 more in it".
+func (p pinCount) String() string {
+	s := groupDigits(p.beside) + " tokens beside the sink"
+	if p.beside == 1 {
+		s = "1 token beside the sink"
+	}
+	if p.inSink > 0 {
+		s += fmt.Sprintf(", %s more in it", groupDigits(p.inSink))
+	}
+	return s
+}
+
+// pinnedTokens counts the tokens message turn i keeps when pinned (see
+// pinCount); ok is false when they are not known. Where the message
+// lies in the cache is known from its Layout span; before one, its
+// tokens are counted and none are taken to lie in the sink.
+func (m *model) pinnedTokens(i int) (pinCount, bool) {
+	n, ok := m.tr.tokens(i, m.sess.count)
+	if !ok {
+		return pinCount{}, false
+	}
+	in := 0
+	if s := m.tr.turns[i].span; s != nil {
+		in = max(0, min(s.Tokens.End, m.sinkTokens())-s.Tokens.Start)
+	}
+	return pinCount{beside: n - in, inSink: in}, true
+}
+
+// sinkTokens is the attention sink's size: as the cache last reported
+// it, else as the settings give it.
+func (m *model) sinkTokens() int {
+	if s := m.st.meter.Sink; s > 0 {
+		return s
+	}
+	return m.set.cur.Normalize().SinkTokens
 }

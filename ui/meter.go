@@ -10,10 +10,13 @@ const meterWidth = 10
 
 // meterState is what the status line shows about the KV cache: live
 // keys of the cap, tokens seen and trimmed, the sliding window, pinned
-// tokens, and the cache's memory and precision.
+// tokens, and the cache's memory and precision. Pinned counts the pinned
+// messages' tokens beside the sink (engine.CacheState.Pinned), the one
+// definition the pin notice and /stats use too (pinnedTokens); Sink, the
+// sink's size, is not shown.
 type meterState struct {
 	Live, Max, Seen, Trimmed, Window int
-	Pinned                           int
+	Pinned, Sink                     int
 	KVBytes                          int64
 	KVBits                           int
 }

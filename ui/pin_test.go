@@ -158,11 +158,11 @@ func TestPinBudget(t *testing.T) {
 		{Index: 1, Tokens: engine.Span{Start: 28, End: 40}, Live: 12},
 	}}, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "an answer"})
 	command(m, "/pin 1")
-	if n := noticeOf(screen(m)); n != "• message #1 pinned (20 tokens): trimming never drops it" {
+	if n := noticeOf(screen(m)); n != "• message #1 pinned (20 tokens beside the sink): trimming never drops it" {
 		t.Fatalf("/pin 1: %q", n)
 	}
 	command(m, "/pin 2")
-	want := "✗ /pin 2: message #2 has 12 tokens; with the messages already pinned (20 tokens) and the 4-token sink that is 36, more than half of the 64-token cap (32), the most pins may keep; /unpin a message or raise /kv to 72"
+	want := "✗ /pin 2: message #2 has 12 tokens beside the sink; with the messages already pinned (20 tokens beside the sink) and the 4-token sink that is 36, more than half of the 64-token cap (32), the most pins may keep; /unpin a message or raise /kv to 72"
 	if n := noticeOf(screen(m)); n != want+recallHint {
 		t.Fatalf("/pin 2 over the budget:\n got %q\nwant %q", n, want)
 	}
@@ -171,14 +171,14 @@ func TestPinBudget(t *testing.T) {
 	}
 	us := countOf[engine.UpdateSettings](fe)
 	command(m, "/kv 40")
-	if n := noticeOf(screen(m)); !strings.HasPrefix(n, "✗ /kv 40: the pinned messages (20 tokens) and the 4-token sink need 24, more than half of the cap (20)") {
+	if n := noticeOf(screen(m)); !strings.HasPrefix(n, "✗ /kv 40: the pinned messages (20 tokens beside the sink) and the 4-token sink need 24, more than half of the cap (20)") {
 		t.Fatalf("/kv 40 below the pins: %q", n)
 	}
 	if countOf[engine.UpdateSettings](fe) != us || m.set.cur.MaxKV != 64 {
 		t.Fatal("the refused /kv changed the settings")
 	}
 	command(m, "/stats")
-	if s := flat(screen(m)); !strings.Contains(s, "pinned #1 you (20 tokens, never trimmed)") {
+	if s := flat(screen(m)); !strings.Contains(s, "pinned #1 you (20 tokens beside the sink; never trimmed)") {
 		t.Errorf("/stats lacks the pins:\n%s", screen(m))
 	}
 
@@ -329,4 +329,44 @@ func TestPinEndToEnd(t *testing.T) {
 	if len(c.Messages) < 2 || !c.Messages[0].Pinned || c.Messages[2].Pinned {
 		t.Errorf("saved pins: %+v", c.Messages)
 	}
+}
+
+// TestPinnedCountsAgree runs the real engine on the tiny model with an
+// 8-token sink, so that message #1 (which starts after the template's
+// first 4 tokens) lies partly in the sink, and pins it: the pin notice,
+// the meter and /stats give one count, the tokens the pin keeps beside the
+// sink (QA: the notice and /stats said 8, the meter 7), and the notice and
+// /stats say how many more lie in the sink in the same words.
+func TestPinnedCountsAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the tiny model")
+	}
+	s := engine.DefaultSettings()
+	s.MaxKV, s.MaxTokens, s.SinkTokens, s.NoLoopDetect = 128, 4, 8, true
+	cs := startChat(t, t.TempDir(), s)
+	cs.typeLine("hello there my good friend")
+	cs.waitScreen("the first answer", "answer cut at /max 4 tokens")
+	cs.typeLine("/pin 1")
+	cs.waitScreen("the pin notice", "message #1 pinned (")
+	notice := regexp.MustCompile(`message #1 pinned \((\d+) tokens? beside the sink(, \d+ more in it)?\)`).FindStringSubmatch(flat(stripANSI(cs.out.String())))
+	if notice == nil {
+		t.Fatalf("pin notice:\n%s", tail(cs.out.String(), 2000))
+	}
+	cs.typeLine("and a second one")
+	cs.waitScreen("the second answer", "#4")
+	cs.typeLine("/stats")
+	cs.waitScreen("the /stats pins", "pinned #1 you (")
+	out := flat(stripANSI(cs.out.String()))
+	meters := regexp.MustCompile(`· (\d+) pinned [·│]`).FindAllStringSubmatch(out, -1)
+	stats := regexp.MustCompile(`pinned #1 you \((\d+) tokens? beside the sink(, \d+ more in it)?; never trimmed\)`).FindStringSubmatch(out)
+	if len(meters) == 0 || stats == nil {
+		t.Fatalf("meter %v, /stats %v:\n%s", meters, stats, tail(out, 2000))
+	}
+	meter := meters[len(meters)-1][1]
+	if notice[1] != meter || stats[1] != meter || notice[2] != stats[2] {
+		t.Errorf("the pin notice says %q, the meter %q pinned, /stats %q: want one count", notice[0], meter, stats[0])
+	} else if notice[2] == "" {
+		t.Errorf("the 8-token sink holds none of message #1 (%q): the test no longer covers the overlap", notice[0])
+	}
+	cs.quit()
 }

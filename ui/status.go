@@ -113,7 +113,7 @@ func (s *status) flashOff(msg flashOffMsg) {
 // setCache takes a CacheState for the meter.
 func (s *status) setCache(e engine.CacheState) {
 	s.meter = meterState{Live: e.Live, Max: e.Max, Seen: e.Seen, Trimmed: e.Trimmed, Window: e.Window,
-		Pinned: e.Pinned, KVBytes: e.KVBytes, KVBits: e.KVBits}
+		Pinned: e.Pinned, Sink: e.Sink, KVBytes: e.KVBytes, KVBits: e.KVBits}
 	if s.meter.Trimmed < s.flash.base {
 		s.flash.base = 0 // the cache started over
 	}
