@@ -156,7 +156,11 @@
 // anyway · /summarize summarizes it in pieces · /kv 40000 raises the cap
 // (≈ 1.2 GiB of KV)" (the KV memory of the suggested cap from the model's
 // real cache layout; no /kv when the window is already the model's
-// context: "live window 2,048 (the model's context)"). Enter on the
+// context: "live window 2,048 (the model's context)"). The editor's hint
+// offers the same choices, the /kv only when the engine suggests one.
+// /kv N above the model's context length (max_position_embeddings) is
+// refused with one line naming it: a window wider than the positions the
+// model was trained on cannot help. Enter on the
 // empty editor sends it anyway; Esc puts it back into the editor; a
 // command runs with it held (a settings change checks it again and says
 // when it fits); a new message joins it and both are checked again. The

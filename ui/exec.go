@@ -35,6 +35,9 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 			return nil, m.changeSettings(name, s, msg)
 		} else {
 			s.MaxKV = int(c.Int)
+			if err := m.checkCapAgainstContext(s.MaxKV); err != nil {
+				return nil, fmt.Errorf("%s %d: %w", name, s.MaxKV, err)
+			}
 			if err := m.checkPins(s, -1); err != nil {
 				return nil, fmt.Errorf("%s %d: %w", name, s.MaxKV, err)
 			}
@@ -129,6 +132,20 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 		m.quit()
 	}
 	return nil, nil
+}
+
+// checkCapAgainstContext refuses a cap above the model's context length
+// (max_position_embeddings, known once the model has loaded): a live
+// window wider than the positions the model was trained on would make it
+// attend over distances it never saw, and hold memory for keys no answer
+// can use well. /kv off already makes the whole context the live window.
+func (m *model) checkCapAgainstContext(capTokens int) error {
+	ctx := m.info.ContextLength
+	if ctx <= 0 || capTokens <= ctx {
+		return nil
+	}
+	return fmt.Errorf("above the model's context length of %s tokens (max_position_embeddings); use /kv %d or less, or /kv off for the whole context",
+		groupDigits(ctx), ctx)
 }
 
 // changeSettings validates s, sends it to the engine and shows okMsg. On a

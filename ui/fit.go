@@ -39,8 +39,17 @@ func (h *heldMessage) full() string {
 	return p.expand(h.text)
 }
 
-// heldPlaceholder is the editor's hint while a message is held.
-const heldPlaceholder = "Enter sends the held message anyway · /summarize summarizes it in pieces · /kv N raises the cap · Esc puts it back"
+// heldPlaceholder is the editor's hint while a message is held under f:
+// it offers "/kv N raises the cap" only when the engine suggests a cap
+// that lets more of it in (none when the cap is the model's context
+// length already, which no /kv can raise).
+func heldPlaceholder(f engine.Fit) string {
+	kv := ""
+	if f.SuggestedMaxKV > 0 {
+		kv = fmt.Sprintf(" · /kv %d raises the cap", f.SuggestedMaxKV)
+	}
+	return "Enter sends the held message anyway · /summarize summarizes it in pieces" + kv + " · Esc puts it back"
+}
 
 // mayNotFit reports whether a message of text (exact) could push part of
 // itself out of the live window (the cap, or with no cap the model's

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -346,4 +347,89 @@ func TestFitCheckEndToEnd(t *testing.T) {
 	cs.typeLine("")
 	cs.waitScreen("the answer", "answer cut at /max 4 tokens")
 	cs.quit()
+}
+
+// TestHeldHintOffersKVOnlyWhenItHelps: the editor's hint under a held
+// message offers the /kv the engine suggests, and no /kv at all when the
+// cap is the model's context length already (no --max-kv-size), which no
+// /kv can raise; /summarize is offered either way.
+func TestHeldHintOffersKVOnlyWhenItHelps(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		maxKV  int
+		fit    func(engine.RequestID) engine.Fit
+		wantKV string // "" = no /kv offered
+	}{
+		{"under a cap the engine can raise", 64, notFit, "/kv 1024 raises the cap"},
+		{"no cap: the model's context", 0, func(id engine.RequestID) engine.Fit {
+			return engine.Fit{Header: hdr(id, 0), MessageTokens: 16891, PromptTokens: 16900, LiveCap: 4096, ContextLength: 4096,
+				Sink: 4, Window: 4092, Visible: 4086, KVBytesPerToken: 12 << 10}
+		}, ""},
+		{"a cap at the model's context", 4096, func(id engine.RequestID) engine.Fit {
+			return engine.Fit{Header: hdr(id, 0), MessageTokens: 16891, PromptTokens: 16900, MaxKV: 4096, LiveCap: 4096, ContextLength: 4096,
+				Sink: 4, Window: 4092, Visible: 4086, KVBytesPerToken: 12 << 10}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(tc.maxKV))
+			update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+			events(m, engine.Ready{Info: engine.ModelInfo{Name: "tiny-model", ModelType: "gemma3n", ContextLength: 4096}})
+			paste(m, strings.Repeat("word ", 6000))
+			press(m, tea.KeyEnter)
+			_, id := lastOf[engine.FitCheck](t, fe)
+			events(m, tc.fit(id))
+			if m.held == nil {
+				t.Fatal("the paste is not held")
+			}
+			editorLine := ""
+			for _, l := range strings.Split(screen(m), "\n") {
+				if strings.HasPrefix(l, "› ") {
+					editorLine = l
+				}
+			}
+			if !strings.Contains(editorLine, "Enter sends the held message anyway · /summarize summarizes it in pieces") {
+				t.Fatalf("editor hint %q", editorLine)
+			}
+			switch {
+			case tc.wantKV == "" && strings.Contains(editorLine, "/kv"):
+				t.Errorf("the hint offers a /kv that cannot help: %q", editorLine)
+			case tc.wantKV != "" && !strings.Contains(editorLine, tc.wantKV):
+				t.Errorf("the hint %q lacks %q", editorLine, tc.wantKV)
+			}
+		})
+	}
+}
+
+// TestKVAboveContext: /kv N above the model's context length
+// (max_position_embeddings) is refused with one line naming the command,
+// the value and the context length, and changes nothing; at the context
+// length, or before the model has said its context, it is taken.
+func TestKVAboveContext(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		context int
+		want    string // the notice; "" = taken
+	}{
+		{"/kv 9999", 4096, "✗ /kv 9999: above the model's context length of 4,096 tokens (max_position_embeddings); use /kv 4096 or less, or /kv off for the whole context" + recallHint},
+		{"/kv 4097", 4096, "✗ /kv 4097: above the model's context length of 4,096 tokens (max_position_embeddings); use /kv 4096 or less, or /kv off for the whole context" + recallHint},
+		{"/kv 4096", 4096, ""},
+		{"/kv 9999", 0, ""},
+	} {
+		t.Run(tc.line+" of "+strconv.Itoa(tc.context), func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(64))
+			update(m, tea.WindowSizeMsg{Width: 300, Height: 30})
+			events(m, engine.Ready{Info: engine.ModelInfo{Name: "tiny-model", ModelType: "gemma3n", ContextLength: tc.context}})
+			command(m, tc.line)
+			n, sent := noticeOf(screen(m)), countOf[engine.UpdateSettings](fe)
+			if tc.want != "" {
+				if n != tc.want || sent != 0 || m.set.cur.MaxKV != 64 {
+					t.Errorf("notice %q (%d UpdateSettings, cap %d), want %q and nothing changed", n, sent, m.set.cur.MaxKV, tc.want)
+				}
+				return
+			}
+			if sent != 1 || strings.HasPrefix(n, "✗") {
+				t.Errorf("%s refused: %q", tc.line, n)
+			}
+		})
+	}
 }

@@ -160,7 +160,7 @@ func (m *model) refreshPlaceholder() {
 	case m.awaitDoc != nil:
 		p = awaitPlaceholder
 	case m.held != nil:
-		p = heldPlaceholder
+		p = heldPlaceholder(m.held.fit)
 	case m.queued != nil:
 		p = m.queuedPlaceholder()
 	}
