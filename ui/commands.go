@@ -65,7 +65,7 @@ type commandSpec struct {
 
 // commandTable lists every command in /help order.
 var commandTable = []commandSpec{
-	{CmdKV, "N|off|bits 32|16|8", "cap the live KV window at N tokens, or remove the cap (then the model's context is the cap); bits: the cache's storage, 32 float32 (default), 16 float16 (half the memory), 8 int8 (a little over a quarter)", parseKV},
+	{CmdKV, "N|off|bits 32|16|8", "cap the live KV window at N tokens, at most the model's context, or remove the cap (off or 0: the context is the cap); bits: the cache's storage, 32 float32 (default), 16 float16 (half the memory), 8 int8 (a little over a quarter)", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
 	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off = 1)", orOff(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] or \"off\""))},
@@ -136,13 +136,14 @@ func parseKV(c *Command, arg string) error {
 		}
 		return nil
 	}
-	if strings.EqualFold(arg, "off") {
+	n, err := strconv.ParseInt(arg, 10, 64)
+	switch {
+	case strings.EqualFold(arg, "off"), err == nil && n == 0:
+		// 0 is off, as for --max-kv-size.
 		c.Off = true
 		return nil
-	}
-	n, err := strconv.ParseInt(arg, 10, 64)
-	if err != nil || n < 1 || n > math.MaxInt32 {
-		return fmt.Errorf("expected a positive number of tokens, \"off\" or \"bits 32|16|8\", got %q", arg)
+	case err != nil || n < 0 || n > math.MaxInt32:
+		return fmt.Errorf("expected a number of tokens (0 or \"off\": no cap) or \"bits 32|16|8\", got %q", arg)
 	}
 	c.Int = n
 	return nil

@@ -22,7 +22,9 @@ func TestParseCommand(t *testing.T) {
 		{"  /kv   2048 ", Command{Name: CmdKV, Int: 2048}, ""},
 		{"/kv off", Command{Name: CmdKV, Off: true}, ""},
 		{"/KV OFF", Command{Name: CmdKV, Off: true}, ""},
-		{"/kv", Command{}, `/kv: expected a positive number of tokens, "off" or "bits 32|16|8", got ""`},
+		{"/kv", Command{}, `/kv: expected a number of tokens (0 or "off": no cap) or "bits 32|16|8", got ""`},
+		{"/kv 0", Command{Name: CmdKV, Off: true}, ""},
+		{"/kv 00", Command{Name: CmdKV, Off: true}, ""},
 		{"/kv bits 8", Command{Name: CmdKV, Bits: 8}, ""},
 		{"/kv BITS 16", Command{Name: CmdKV, Bits: 16}, ""},
 		{"/kv bits 32", Command{Name: CmdKV, Bits: 32}, ""},
@@ -38,7 +40,6 @@ func TestParseCommand(t *testing.T) {
 		{"/unpin", Command{Name: CmdUnpin}, ""},
 		{"/unpin 2", Command{Name: CmdUnpin, Int: 2}, ""},
 		{"/unpin -1", Command{}, `/unpin: expected a message number`},
-		{"/kv 0", Command{}, "/kv: expected a positive number"},
 		{"/kv -5", Command{}, "/kv: expected"},
 		{"/kv lots", Command{}, `got "lots"`},
 		{"/chunk 256", Command{Name: CmdChunk, Int: 256}, ""},
@@ -180,6 +181,8 @@ func TestOffCommands(t *testing.T) {
 		check        func(engine.Settings) bool
 	}{
 		{"/max off", "no limit on new tokens per answer", func(s engine.Settings) bool { return s.MaxTokens == 0 }},
+		{"/kv off", "kv cap off: the live window is unlimited", func(s engine.Settings) bool { return s.MaxKV == 0 }},
+		{"/kv 0", "kv cap off: the live window is unlimited", func(s engine.Settings) bool { return s.MaxKV == 0 }},
 		{"/topp off", "top-p off", func(s engine.Settings) bool { return s.TopP == 0 }},
 		{"/topk off", "top-k off", func(s engine.Settings) bool { return s.TopK == 0 }},
 		{"/minp off", "min-p off", func(s engine.Settings) bool { return s.MinP == 0 }},
@@ -189,6 +192,7 @@ func TestOffCommands(t *testing.T) {
 		t.Run(tc.line, func(t *testing.T) {
 			m, fe := newTestModel(t, func(c *modelConfig) {
 				c.settings.MaxTokens, c.settings.TopP, c.settings.TopK, c.settings.MinP, c.settings.Temperature = 100, 0.9, 40, 0.05, 0.7
+				c.settings.MaxKV = 64
 			})
 			ready(m)
 			typeText(m, tc.line)
@@ -250,6 +254,42 @@ func TestFailedCommandLeavesEditor(t *testing.T) {
 			press(m, tea.KeyUp)
 			if v := m.ed.value(); v != first {
 				t.Errorf("↑↑ brings back %q, want %q", v, first)
+			}
+		})
+	}
+}
+
+// TestNextAnswerSaidOnce: a change made while an answer runs says that it
+// takes effect from the next answer, once: the notices that name the next
+// answer themselves get no "(from the next answer)" after them (QA: "/kv
+// 64" said "next answer" twice).
+func TestNextAnswerSaidOnce(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want string // a part of the notice
+	}{
+		{"/kv 64", "kv cap 64 tokens: the next answer trims the 593 live tokens to it"},
+		{"/kv 1000", "kv cap 1000 tokens; older tokens after the sink are trimmed (from the next answer)"},
+		{"/temp 0.5", "temperature 0.5 (from the next answer)"},
+		{"/system Be brief.", "the next answer prefills from the start"},
+		{"/kv bits 8", "the next answer prefills the conversation again"},
+		{"/pin 1", "message #1 pinned"},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(2048))
+			update(m, tea.WindowSizeMsg{Width: 300, Height: 30})
+			ready(m)
+			exchange(t, m, fe, "first", "answer")
+			_, id := send(t, m, fe, "second")
+			events(m, engine.CacheState{Header: hdr(id, 0), Live: 593, Max: 2048, Seen: 593},
+				engine.Token{Header: hdr(id, 0), Text: "streaming", Tokens: 1})
+			command(m, tc.line)
+			n := noticeOf(screen(m))
+			if !strings.Contains(n, tc.want) {
+				t.Errorf("notice %q lacks %q", n, tc.want)
+			}
+			if c := strings.Count(n, "next answer"); c != 1 {
+				t.Errorf("notice %q says \"next answer\" %d times, want once", n, c)
 			}
 		})
 	}

@@ -253,7 +253,7 @@
 //
 // # Commands
 //
-// /kv N|off|bits 32|16|8, /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
+// /kv N|off|bits 32|16|8 (/kv 0 is /kv off, as --max-kv-size 0 is), /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
 // /seed N, /max N|off, /think on|off (refused when the model's template
 // has no enable_thinking switch),
 // /system TEXT, /summarize [INSTRUCTION], /read PATH, /pin [N], /unpin [N],
@@ -267,7 +267,8 @@
 // error ends with "(↑ brings the command back)". A "/summarize ..." line
 // holding pastes that cannot start stays in the editor with them. Settings commands are checked with
 // engine.Settings.Validate and sent as UpdateSettings; if the engine refuses
-// one, the previous value comes back.
+// one, the previous value comes back. A change made while an answer runs
+// takes effect from the next one, and its notice says so once.
 //
 // # Files
 //

@@ -43,7 +43,7 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 			}
 			msg := fmt.Sprintf("kv cap %d tokens; older tokens after the sink are trimmed", s.MaxKV)
 			if m.st.meter.Live > s.MaxKV {
-				msg = fmt.Sprintf("kv cap %d tokens; the %d live tokens are trimmed to it when the next answer starts", s.MaxKV, m.st.meter.Live)
+				msg = fmt.Sprintf("kv cap %d tokens: the next answer trims the %d live tokens to it", s.MaxKV, m.st.meter.Live)
 			}
 			return nil, m.changeSettings(name, s, msg)
 		}
@@ -134,6 +134,17 @@ func (m *model) runCommand(c Command) (tea.Cmd, error) {
 	return nil, nil
 }
 
+// fromNextAnswer is the notice of a change made while an answer runs,
+// which takes effect from the next one: msg with "(from the next answer)"
+// unless it names the next answer itself ("kv cap 64 tokens: the next
+// answer trims the 593 live tokens to it" said "next answer" twice).
+func (m *model) fromNextAnswer(msg string) string {
+	if !m.phase.busy() || strings.Contains(msg, "next answer") {
+		return msg
+	}
+	return msg + " (from the next answer)"
+}
+
 // checkCapAgainstContext refuses a cap above the model's context length
 // (max_position_embeddings, known once the model has loaded): a live
 // window wider than the positions the model was trained on would make it
@@ -159,10 +170,7 @@ func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) erro
 	m.st.meter.Max = m.liveCap(s)
 	id := m.sess.eng.Submit(engine.UpdateSettings{Settings: s})
 	m.set.pending[id] = prev
-	if m.phase.busy() {
-		okMsg += " (from the next answer)"
-	}
-	m.setNotice(okMsg)
+	m.setNotice(m.fromNextAnswer(okMsg))
 	m.autosave()
 	m.recheckHeld(s)
 	return nil
@@ -258,10 +266,7 @@ func (m *model) pinCommand(c Command) error {
 			msg = fmt.Sprintf("message #%d pinned (%s): trimming never drops it", num, p)
 		}
 	}
-	if m.phase.busy() {
-		msg += " (from the next answer)"
-	}
-	m.setNotice(msg)
+	m.setNotice(m.fromNextAnswer(msg))
 	m.tr.refresh()
 	m.autosave()
 	m.recheckHeld(m.set.cur)

@@ -330,7 +330,7 @@ func TestKVCommand(t *testing.T) {
 		t.Errorf("UpdateSettings = %+v", us.Settings)
 	}
 	s := screen(m)
-	if !strings.Contains(s, "300/64 live") || !strings.Contains(s, "kv cap 64 tokens; the 300 live tokens are trimmed to it when the next answer starts") {
+	if !strings.Contains(s, "300/64 live") || !strings.Contains(s, "kv cap 64 tokens: the next answer trims the 300 live tokens to it") {
 		t.Errorf("/kv 64 not reflected:\n%s", s)
 	}
 	events(m, engine.SettingsChanged{Header: hdr(id, 0), Settings: us.Settings})
@@ -357,7 +357,7 @@ func TestBadCommand(t *testing.T) {
 	tests := []struct {
 		line, want string
 	}{
-		{"/kv abc", `/kv: expected a positive number of tokens, "off" or "bits 32|16|8", got "abc"`},
+		{"/kv abc", `/kv: expected a number of tokens (0 or "off": no cap) or "bits 32|16|8", got "abc"`},
 		{"/kv 3", "/kv: max-kv-size 3: want "}, // the rest is engine.Settings.Validate wording
 		{"/temp hot", `/temp: expected a temperature >= 0, got "hot"`},
 		{"/theme neon", `/theme: unknown theme "neon"`},

@@ -16,7 +16,7 @@ func TestPaletteLine(t *testing.T) {
 		{"/t", "/temp  /topp  /topk  /think  /theme"},
 		{"/kv", "/kv N|off|bits 32|16|8  cap the live KV window"},
 		{"/kv 64", "/kv N|off|bits 32|16|8  cap the live KV window"},
-		{"/kv bits", "/kv N|off|bits 32|16|8  cap the live KV window at N tokens, or remove the cap (then the model's context is the cap); bits: the cache's storage"},
+		{"/kv bits", "/kv N|off|bits 32|16|8  cap the live KV window at N tokens, at most the model's context, or remove the cap (off or 0: the context is the cap); bits: the cache's storage"},
 		{"/pin 3", "/pin [N]  keep message N (the #N of its label; default: the last message) in the live window"},
 		{"/unp", "/unpin [N]  release pinned message N"},
 		{"/the", "/theme NAME  switch theme"},
