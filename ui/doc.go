@@ -136,7 +136,9 @@
 //
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
 // shown in the editor as one block "[pasted: 2,631 tokens, 11 KiB]" (the count
-// is "~bytes/4" when no token counter is given) and sent intact; Ctrl+E
+// is "~bytes/4" when no token counter is given; it leaves out the white
+// space around the paste, as the chat template and the fit check do, so a
+// message that is the paste gets the same count from both) and sent intact; Ctrl+E
 // expands the blocks into editable text. A paste the editor cannot hold
 // exactly (tabs, control characters) is collapsed however short. From 256 KiB on the tokens are
 // counted off the UI goroutine: the block reads "[pasted: 10.0 MiB,

@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"mlxchat/engine"
+	"mlxchat/tensor/cpu"
 )
 
 func withMaxKV(n int) testOpt {
@@ -429,6 +432,62 @@ func TestKVAboveContext(t *testing.T) {
 			}
 			if sent != 1 || strings.HasPrefix(n, "✗") {
 				t.Errorf("%s refused: %q", tc.line, n)
+			}
+		})
+	}
+}
+
+// TestPasteLabelCountsAsTheFitCheck: a paste's label and the fit check
+// count the same tokens for a message that is the paste: QA's paste of
+// text with invalid UTF-8 (which the input filter writes as "\xNN") ended
+// with a newline, which the chat template trims, and was labelled 360
+// tokens while the fit check said 359. Both run on the real engine and
+// tokenizer of the tiny model with the Gemma 3n template here.
+func TestPasteLabelCountsAsTheFitCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: loads the tiny model")
+	}
+	be := cpu.New(1)
+	defer be.Close()
+	bundle, err := engine.LoadBundle(tinyGemmaModel(t), be, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bundle.Close()
+	e := engine.NewLoading(func(context.Context, func(string, int64, int64)) (*engine.Bundle, error) { return bundle, nil },
+		engine.Options{Settings: engine.DefaultSettings()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.Start(ctx)
+	defer e.Close()
+	next := func(want func(engine.Event) bool) engine.Event {
+		t.Helper()
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case ev := <-e.Events():
+				if want(ev) {
+					return ev
+				}
+			case <-timeout:
+				t.Fatal("no answer from the engine")
+			}
+		}
+	}
+	next(func(ev engine.Event) bool { _, ok := ev.(engine.Ready); return ok })
+	line := `caf\xe9 \xff ok, a line of the log` + "\n"
+	for _, tc := range []struct{ name, text string }{
+		{"invalid UTF-8, ending with a newline", strings.Repeat(line, 40)},
+		{"blank lines around it", "\n\n" + strings.Repeat(line, 40) + "\n\n"},
+		{"no white space around it", strings.TrimSpace(strings.Repeat(line, 40))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pasteSet
+			label := p.add(tc.text, e.CountTokens)
+			id := e.Submit(engine.FitCheck{Conversation: []engine.Message{{Role: engine.RoleUser, Content: tc.text}}})
+			f := next(func(ev engine.Event) bool { _, ok := ev.(engine.Fit); return ok && ev.Request() == id }).(engine.Fit)
+			if want := fmt.Sprintf("[pasted: %s tokens, ", groupDigits(f.MessageTokens)); !strings.HasPrefix(label, want) {
+				t.Errorf("label %q, the fit check counts %d tokens", label, f.MessageTokens)
 			}
 		})
 	}

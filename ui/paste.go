@@ -36,9 +36,14 @@ func isLongPaste(s string, minChars, minLines int) bool {
 	return minLines > 0 && strings.Count(s, "\n")+1 >= minLines
 }
 
-// countTokens counts with fn, or estimates bytes/4 when fn is nil or fails;
-// estimated reports the fallback.
+// countTokens counts the tokens of s as a message of s takes them: its
+// text without the white space around it, which chat templates trim and
+// which the engine leaves out of a message's tokens (its layout, so the
+// fit check's MessageTokens), so that a paste's label and the fit check
+// of a message that is the paste agree. It counts with fn, or estimates
+// bytes/4 when fn is nil or fails; estimated reports the fallback.
 func countTokens(fn TokenCounter, s string) (n int, estimated bool) {
+	s = strings.TrimSpace(s)
 	if fn != nil {
 		if n, err := fn(s); err == nil {
 			return n, false
