@@ -100,6 +100,9 @@
 // chunks" as soon as the engine has tokenized the prompt; before that, for
 // a text of 256 KiB or more, "prefill · tokenizing 10.0 MiB…" from the
 // moment it is sent, and "summarize · tokenizing …" for a /summarize).
+// "decode 23.4 tok/s" is the running request's speed once it streams
+// tokens (a /summarize's pieces stream none, so none shows beside
+// "summarize 3/12") and, once idle, the last request's.
 // Sizes are in binary units everywhere (B, KiB, MiB, GiB).
 //
 // Streaming: engine events are read in batches; tokens only append to the

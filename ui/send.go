@@ -166,7 +166,7 @@ func (m *model) startGenerate() {
 	at := m.tr.add(turn{kind: turnAssistant, stream: &stream{}})
 	m.req = &request{id: id, turn: at, turnOf: turnOf}
 	m.phase = phasePrefill
-	m.st.started()
+	m.st.newRequest()
 	for _, msg := range conv {
 		m.st.sentBytes += len(msg.Content)
 	}

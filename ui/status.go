@@ -125,9 +125,18 @@ func (s *status) emptied() {
 	s.flash.base = 0
 }
 
-// started resets the progress for a new request.
+// started resets the progress (at a request's start and end).
 func (s *status) started() {
 	s.prefill, s.summarize, s.sentBytes = nil, nil, 0
+}
+
+// newRequest resets the progress and the decode speed for a request that
+// starts: the speed shown is the running request's, once it has one (a
+// /summarize streams no tokens until its final answer, and "decode 925.5
+// tok/s" of the last answer stayed beside "summarize 3/12"), else none.
+func (s *status) newRequest() {
+	s.started()
+	s.decodeTPS = 0
 }
 
 // tokenizing is the progress shown before the engine's first: "…", or

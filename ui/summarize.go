@@ -160,7 +160,7 @@ func (m *model) startSummarize(j summarizeJob, head string) {
 	at := m.tr.add(turn{kind: turnAssistant, stream: &stream{}})
 	m.req = &request{id: id, turn: at, summarize: true}
 	m.phase = phaseSummarize
-	m.st.started()
+	m.st.newRequest()
 	m.st.sentBytes = len(j.doc)
 	m.tr.refresh()
 	m.tr.gotoBottom()

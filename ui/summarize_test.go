@@ -331,3 +331,50 @@ func TestUnfoldedPiecesKeepTheirIndent(t *testing.T) {
 		t.Errorf("the long word is not all there twice (answer and piece):\n%s", block)
 	}
 }
+
+// TestSummarizeStatusSpeed: the status line during a /summarize shows no
+// decode speed of the answer before it (QA saw "decode 925.5 tok/s" beside
+// "summarize 3/12"); the speed of its final answer shows once it streams,
+// and the request's own figure when it ends.
+func TestSummarizeStatusSpeed(t *testing.T) {
+	m, fe := newTestModel(t)
+	update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+	ready(m)
+	_, id := send(t, m, fe, "hello")
+	events(m, engine.Stats{Header: hdr(id, 0), DecodeTokPerSec: 925.5},
+		engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "hi"})
+	if s := statusLine(m); !strings.Contains(s, "decode 925.5 tok/s") {
+		t.Fatalf("status after the answer: %q", s)
+	}
+	typeText(m, "/summarize ")
+	paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+	press(m, tea.KeyEnter)
+	_, id = lastOf[engine.Summarize](t, fe)
+	for _, ev := range []engine.Event{
+		engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseMap, Piece: 3, Pieces: 12},
+		engine.PrefillProgress{Header: hdr(id, 0), Chunk: 1, Chunks: 1, TokPerSec: 500},
+		engine.PieceSummary{Header: hdr(id, 0), Piece: piece(3, 12, "Three.")},
+	} {
+		events(m, ev)
+		if s := statusLine(m); !strings.Contains(s, "summarize 3/12") || strings.Contains(s, "decode") {
+			t.Fatalf("status during the pieces after %T: %q", ev, s)
+		}
+	}
+	events(m, engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseReduce, Piece: 1, Pieces: 1, Round: 1},
+		engine.Token{Header: hdr(id, 0), Text: "In", Tokens: 1},
+		engine.Token{Header: hdr(id, 2*time.Second), Text: " short", Tokens: 5})
+	if s := statusLine(m); !strings.Contains(s, "decode 2.0 tok/s") {
+		t.Errorf("status while the final answer streams: %q", s)
+	}
+	events(m, engine.Stats{Header: hdr(id, 0), DecodeTokPerSec: 88.8},
+		engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "In short"})
+	if s := statusLine(m); !strings.Contains(s, "decode 88.8 tok/s") {
+		t.Errorf("status after the summary: %q", s)
+	}
+}
+
+// statusLine is the last line of the screen.
+func statusLine(m *model) string {
+	lines := strings.Split(screen(m), "\n")
+	return lines[len(lines)-1]
+}
