@@ -128,7 +128,7 @@
 // (queue.go), as a terminal does for ollama or mlx_lm.chat: it leaves the
 // editor, so that a command typed next runs as typed instead of being
 // glued onto it, the notice says "queued: your message is sent when the
-// answer ends", the status line "1 message queued", and it is sent when
+// answer ends", the status line "1 msg queued", and it is sent when
 // the answer ends by itself (or the model is ready); a second message
 // joins it. Esc stops the answer and puts the queued message back into
 // the editor, not sent (a message sent after the Esc goes once the answer

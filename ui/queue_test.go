@@ -112,7 +112,7 @@ func TestQueuedMessage(t *testing.T) {
 			if n := noticeOf(screen(m)); !strings.HasPrefix(n, "• queued: your message is sent when the answer ends") {
 				t.Errorf("notice %q", n)
 			}
-			if s := screen(m); !strings.Contains(s, "1 message queued") {
+			if s := screen(m); !strings.Contains(s, "1 msg queued") {
 				t.Errorf("the status line does not say a message is queued:\n%s", s)
 			}
 			if tc.during != nil {

@@ -187,14 +187,14 @@ func (s *status) line(p phase, width int) string {
 	case s.decodeTPS > 0:
 		segs = append(segs, fmt.Sprintf("decode %s tok/s", s.theme.Accent.Render(fmt.Sprintf("%.1f", s.decodeTPS))))
 	}
+	if s.queued {
+		segs = append(segs, s.theme.Accent.Render("1 msg queued"))
+	}
 	switch p {
 	case phasePrefill, phaseDecode, phaseSummarize:
 		segs = append(segs, s.theme.Dim.Render("Esc stop"))
 	case phaseStopping:
 		segs = append(segs, s.theme.Dim.Render("stopping…"))
-	}
-	if s.queued {
-		segs = append(segs, s.theme.Accent.Render("1 message queued"))
 	}
 	if s.stats != nil && s.stats.MemoryBytes > 0 {
 		segs = append(segs, "mem "+formatBytes(s.stats.MemoryBytes))
