@@ -123,11 +123,12 @@ func (m *model) sendQueued() tea.Cmd {
 	}
 	if strings.TrimSpace(m.ed.value()) != "" {
 		m.refreshPlaceholder()
-		prev := m.st.notice
-		if prev.text != "" && !prev.err {
+		switch prev := m.st.notice; {
+		case prev.err:
+		case prev.text == "" || strings.HasPrefix(prev.text, queuedNotice):
+			m.setNotice("the answer ended; your queued message waits: Enter sends it")
+		default:
 			m.setNotice(prev.text + " · your queued message waits: Enter sends it")
-		} else if !prev.err {
-			m.setNotice("your queued message waits: Enter sends it")
 		}
 		return nil
 	}

@@ -91,7 +91,16 @@ func TestQueuedMessage(t *testing.T) {
 		{
 			name:   "text typed but not sent when the answer ends: the queued message waits for Enter",
 			during: func(m *model, _ engine.RequestID) { typeText(m, "/te") },
-			end:    finish, wantEditor: "/te", wantNotice: "your queued message waits: Enter sends it",
+			end:    finish, wantEditor: "/te", wantNotice: "the answer ended; your queued message waits: Enter sends it",
+		},
+		{
+			name:   "a message typed but not sent when the answer ends joins the queued one at Enter",
+			during: func(m *model, _ engine.RequestID) { typeText(m, "typed after") },
+			end: func(m *model, id engine.RequestID) {
+				finish(m, id)
+				press(m, tea.KeyEnter)
+			},
+			wantSent: "queued msg\ntyped after",
 		},
 	}
 	for _, tc := range tests {
