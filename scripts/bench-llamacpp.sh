@@ -11,7 +11,7 @@
 # Getting llama.cpp's source: `git clone --depth 1
 # https://github.com/ggml-org/llama.cpp /tmp/llama-src`, or offline from a
 # bare mirror (the mlxchat sessions' fetch tool puts one under
-# /work/.mirror): for d in ggml src include common tools cmake vendor
+# /work/.mirror): for d in ggml src include common tools app cmake vendor
 # licenses CMakeLists.txt LICENSE; do git --git-dir=MIRROR archive HEAD "$d"
 # | tar -x -C /tmp/llama-src; done
 #

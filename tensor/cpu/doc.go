@@ -49,7 +49,12 @@
 // affine formula, as precise as float32 arithmetic. (Rounding x to one
 // int16 per group moved each element by up to max|x_g|/65534, which
 // activation outliers made 1e-4 of a product and 2.6e-3 of Gemma 3n's
-// logits.) The tests hold every level to float32 error against float64
+// logits. A scale per 8 or 16 elements instead of per group is not
+// enough either: emulated in Go, one int16 limb with a scale per 8
+// elements put tiny_b_q8g128's decode logits 6.1e-3 (per 16: 5.6e-3,
+// per 64: 9.9e-3) of the largest logit from transformers, where two limbs
+// measure 5.4e-5; these fixtures amplify float32-sized errors ~100x.) The
+// tests hold every level to float32 error against float64
 // arithmetic on independently dequantized weights, with outliers in x
 // (quant_ref_test.go). Prefill (n >= 4) keeps x in float32. From 16 x
 // rows on, AVX-512 and AVX2 alike (matmulPanels) dequantize blocks of
