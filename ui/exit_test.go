@@ -131,6 +131,22 @@ func TestRunSignalsSavePartial(t *testing.T) {
 	}
 }
 
+// summarizeTwoOfFive starts a /summarize of a pasted report on a ready
+// chat and delivers the summaries of pieces 1 and 2 of 5 ("One.", "Two.");
+// it returns the chat, the request's id and the pieces done.
+func summarizeTwoOfFive(t *testing.T) (*model, engine.RequestID, []engine.SummaryPiece) {
+	t.Helper()
+	m, fe := newTestModel(t)
+	ready(m)
+	typeText(m, "/summarize ")
+	paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
+	press(m, tea.KeyEnter)
+	_, id := lastOf[engine.Summarize](t, fe)
+	done := []engine.SummaryPiece{piece(1, 5, "One."), piece(2, 5, "Two.")}
+	events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: done[0]}, engine.PieceSummary{Header: hdr(id, 0), Piece: done[1]})
+	return m, id, done
+}
+
 // TestQuitDuringSummarizeKeepsPieces: every way out of the chat during a
 // /summarize keeps the piece summaries finished so far as a partial answer
 // (as Esc does), marked interrupted; the periodic save writes each piece
@@ -148,15 +164,8 @@ func TestQuitDuringSummarizeKeepsPieces(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, fe := newTestModel(t)
-			ready(m)
-			typeText(m, "/summarize ")
-			paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
-			press(m, tea.KeyEnter)
-			_, id := lastOf[engine.Summarize](t, fe)
-			events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: piece(1, 5, "One.")},
-				engine.PieceSummary{Header: hdr(id, 0), Piece: piece(2, 5, "Two.")},
-				engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseMap, Piece: 3, Pieces: 5})
+			m, id, _ := summarizeTwoOfFive(t)
+			events(m, engine.SummarizeProgress{Header: hdr(id, 0), Phase: engine.PhaseMap, Piece: 3, Pieces: 5})
 			tc.quit(m)
 			c := readConv(t, m.files.saver.currentPath())
 			if len(c.Messages) != 2 {
@@ -258,14 +267,7 @@ func TestSignalNoteWhenTheStopArrives(t *testing.T) {
 	}
 	for _, w := range ways {
 		t.Run("summarize/"+w.name, func(t *testing.T) {
-			m, fe := newTestModel(t)
-			ready(m)
-			typeText(m, "/summarize ")
-			paste(m, strings.Repeat("a paragraph of the report.\n\n", 80))
-			press(m, tea.KeyEnter)
-			_, id := lastOf[engine.Summarize](t, fe)
-			done := []engine.SummaryPiece{piece(1, 5, "One."), piece(2, 5, "Two.")}
-			events(m, engine.PieceSummary{Header: hdr(id, 0), Piece: done[0]}, engine.PieceSummary{Header: hdr(id, 0), Piece: done[1]})
+			m, id, done := summarizeTwoOfFive(t)
 			w.stop(m)
 			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Pieces: done})
 			m.record(false) // Run's exit save
