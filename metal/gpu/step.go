@@ -44,10 +44,29 @@ type launchRec struct {
 // parameter blocks.
 type sig struct {
 	id      kernels.ID
-	binds   [8]Binding
+	binds   [8]bindKey
 	groups  [3]int
 	barrier bool
 	psize   int
+}
+
+// bindKey identifies a Binding by its buffer's address: comparing sigs
+// then compares integers, not interfaces (which cost a runtime call each,
+// 8 per launch of every step). A kept plan holds its Bindings (planEntry.
+// binds), so no buffer it names is collected and its address reused while
+// it is kept; and buffers go back to the driver only after dropPlans.
+type bindKey struct {
+	buf          uintptr
+	offset, size int64
+}
+
+func keyOf(bs *[8]Binding) (k [8]bindKey) {
+	for i, b := range bs {
+		if b.Buf != nil {
+			k[i] = bindKey{bufOrder(b.Buf), b.Offset, b.Size}
+		}
+	}
+	return k
 }
 
 // planEntry is a plan the driver recorded, with the step shape it runs.
@@ -55,6 +74,7 @@ type planEntry struct {
 	plan    Plan
 	mem     []byte
 	sigs    []sig
+	binds   [][8]Binding // the launches' bindings (see bindKey)
 	hash    uint64
 	lastUse int64
 	times   *planTimes // GPU timing (recorded while profiling), else nil
@@ -255,7 +275,7 @@ func (b *Backend) run() error {
 		}
 		st.pbuf = append(st.pbuf, unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 4*len(words))...)
 		st.offs = append(st.offs, off)
-		s := sig{id: r.id, binds: r.binds, groups: r.groups, barrier: barrier, psize: 4 * len(words)}
+		s := sig{id: r.id, binds: keyOf(&r.binds), groups: r.groups, barrier: barrier, psize: 4 * len(words)}
 		st.sigs = append(st.sigs, s)
 		for _, v := range [...]uint64{uint64(s.id), uint64(s.groups[0]), uint64(s.groups[1]), uint64(s.groups[2]), uint64(s.psize)} {
 			h = (h ^ v) * 1099511628211
@@ -267,7 +287,7 @@ func (b *Backend) run() error {
 	b.stats.Dispatches += int64(len(st.recs))
 	if b.planner == nil {
 		for i, s := range st.sigs {
-			binds := s.binds
+			binds := st.recs[i].binds
 			if err := b.drv.Dispatch(s.id, st.pbuf[st.offs[i]:st.offs[i]+s.psize], &binds, s.groups); err != nil {
 				return fmt.Errorf("recording %s: %w", s.id, err)
 			}
@@ -284,8 +304,10 @@ func (b *Backend) run() error {
 	}
 	if pe == nil {
 		launches := st.launches[:0]
+		binds := make([][8]Binding, len(st.sigs))
 		for i, s := range st.sigs {
-			launches = append(launches, Launch{Kernel: s.id, Binds: s.binds, Groups: s.groups, Params: st.offs[i], ParamSize: s.psize, Barrier: s.barrier})
+			binds[i] = st.recs[i].binds
+			launches = append(launches, Launch{Kernel: s.id, Binds: binds[i], Groups: s.groups, Params: st.offs[i], ParamSize: s.psize, Barrier: s.barrier})
 		}
 		st.launches = launches[:0]
 		plan, mem, err := b.planner.NewPlan(launches, len(st.pbuf))
@@ -302,7 +324,7 @@ func (b *Backend) run() error {
 			b.planner.ReleasePlan(st.plans[oldest].plan)
 			st.plans = append(st.plans[:oldest], st.plans[oldest+1:]...)
 		}
-		pe = &planEntry{plan: plan, mem: mem, sigs: append([]sig(nil), st.sigs...), hash: h}
+		pe = &planEntry{plan: plan, mem: mem, sigs: append([]sig(nil), st.sigs...), binds: binds, hash: h}
 		if b.timing != TimingOff {
 			pe.times = b.newPlanTimes()
 		}
