@@ -60,6 +60,33 @@ func TestArenaReusesBuffers(t *testing.T) {
 	}
 }
 
+// TestArenaSameOrder checks that a pass asking for the same shapes after
+// Reset gets the same tensors in the same order, pass after pass (a GPU
+// backend keeps its per-step work, chain.go's rewrite, by the memory a
+// step touches).
+func TestArenaSameOrder(t *testing.T) {
+	be := cpu.New(1)
+	defer be.Close()
+	a := NewArena(be)
+	pass := func() []*float32 {
+		var p []*float32
+		for _, n := range []int{8, 16, 8, 8, 16, 4} {
+			p = append(p, &a.Get(n).F32()[0])
+		}
+		a.Reset()
+		return p
+	}
+	first := pass()
+	for i := range 3 {
+		got := pass()
+		for j := range first {
+			if got[j] != first[j] {
+				t.Fatalf("pass %d: tensor %d is another buffer than in the first pass", i+2, j)
+			}
+		}
+	}
+}
+
 func TestViews(t *testing.T) {
 	x, err := tensor.FromF32([]float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 3, 2, 2)
 	if err != nil {

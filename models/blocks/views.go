@@ -63,9 +63,13 @@ func (a *Arena) Get(shape ...int) *tensor.Tensor {
 	return Reshape(t, shape...)
 }
 
-// Reset makes every tensor handed out since the last Reset available again.
+// Reset makes every tensor handed out since the last Reset available again,
+// in an order that hands them out again in the same order: a pass that
+// asks for the same shapes gets the same tensors each time (a GPU
+// backend then sees every decode step on the same memory).
 func (a *Arena) Reset() {
-	for _, t := range a.used {
+	for i := len(a.used) - 1; i >= 0; i-- {
+		t := a.used[i]
 		a.free[t.Len()] = append(a.free[t.Len()], t)
 	}
 	a.used = a.used[:0]
