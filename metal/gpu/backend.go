@@ -97,6 +97,11 @@ type Backend struct {
 	// arrival counters fused launches keep there.
 	fusion  Fusion
 	chunkOf map[Buf]*chunk
+	// noChains turns off chain.go's folding of row-local ops into their
+	// neighbours (on by default, while fusion is off); chains is its
+	// scratch.
+	noChains bool
+	chains   chainState
 
 	// timing is what plans recorded now time on the GPU (profile.go).
 	timing Timing
@@ -140,6 +145,10 @@ type bufState struct {
 	// fresh marks host bytes not yet copied to the device twin (remote
 	// drivers): set by Alloc, cleared by the upload before first use.
 	fresh bool
+	// born is the Sync count when Alloc handed it out: one born in the
+	// step being recorded (a model's fresh logits) is placed anew every
+	// step, which chain's shapeHash allows for.
+	born int64
 	// n is the byte length Alloc was asked for (the part to upload).
 	n int
 }
@@ -195,6 +204,7 @@ type Stats struct {
 	Flushes        int64 // steps submitted (Syncs with work)
 	PlanRuns       int64 // steps run from a kept plan (parameter blocks rewritten only)
 	PlanRecords    int64 // steps the driver recorded as a new plan
+	ChainReplays   int64 // steps rewritten by chain.go from a kept rewrite
 	StagedBytes    int64 // host-tensor bytes copied into staging
 	WritebackBytes int64 // staged output bytes copied back at Sync
 	WeightBytes    int64 // weight bytes uploaded
@@ -338,6 +348,17 @@ func (b *Backend) SetFusionMode(m Fusion) {
 	b.fusion = m
 }
 
+// SetChains turns the folding of row-local ops into the launches beside
+// them (chain.go: norms and vector products into the matrix-vector
+// products that read them, elementwise ops into the launch whose values
+// they change) on or off; it is on by default and applies while fusion
+// is off.
+func (b *Backend) SetChains(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noChains = !on
+}
+
 // SetMemoryLimit caps the bytes of activation buffers (live and pooled)
 // the backend holds from the driver at once; 0 removes the cap. Alloc
 // beyond it fails as if the device were out of memory (for tests of that
@@ -379,7 +400,7 @@ func (b *Backend) Alloc(shape ...int) *tensor.Tensor {
 		t.Handle = &allocFailure{err: err}
 		return t
 	}
-	st.fresh, st.n = true, n
+	st.fresh, st.n, st.born = true, n, b.stats.Syncs
 	h := &buffer{st: st}
 	runtime.AddCleanup(h, b.reclaim, st)
 	b.register(st, h)

@@ -67,11 +67,12 @@ func (d *countDriver) ReleasePlan(gpu.Plan) {}
 // prefills 8 tokens, decodes warm steps and then timed steps, and returns
 // the launches of one decode step by kernel, the host time per step and
 // how many timed steps ran from a kept plan.
-func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
+func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion, chains bool) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
 	t.Helper()
 	d := &countDriver{}
 	b := gpu.New(d)
 	b.SetFusionMode(fusion)
+	b.SetChains(chains)
 	m, err := models.Load(dir, b)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestDecodeSteps(t *testing.T) {
 	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 16, gpu.FuseAll)
+	perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 16, gpu.FuseAll, false)
 	report(t, "tiny Gemma 3n", perKernel, perStep, host, layers)
 	if replayed < 14 {
 		t.Errorf("%d of 16 decode steps ran from a kept plan, want at least 14", replayed)
@@ -140,7 +141,7 @@ func TestDecodeSteps(t *testing.T) {
 }
 
 // TestE2BLaunches reports launches per decode token and host recording
-// time, in each fusion mode, on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
+// time, in each fusion mode and unfused with chains (chain.go), on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
 // ./models/cmd/mkmodel -kind e2b -towers=false -out DIR); no GPU needed.
 func TestE2BLaunches(t *testing.T) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
@@ -150,12 +151,67 @@ func TestE2BLaunches(t *testing.T) {
 	for _, mode := range []struct {
 		name   string
 		fusion gpu.Fusion
-	}{{"fused", gpu.FuseAll}, {"segments", gpu.FuseSegments}, {"unfused", gpu.FuseOff}} {
-		perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64, mode.fusion)
+		chains bool
+	}{{"fused", gpu.FuseAll, false}, {"segments", gpu.FuseSegments, false}, {"unfused", gpu.FuseOff, false}, {"chained", gpu.FuseOff, true}} {
+		perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64, mode.fusion, mode.chains)
 		report(t, "E2B "+mode.name, perKernel, perStep, host, layers)
 		t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
 		if mode.fusion == gpu.FuseAll && (perStep > 300 || perStep > 10*layers) {
 			t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
 		}
+	}
+}
+
+// BenchmarkDecodeHost measures the host time of one decode step on the
+// counting driver (the model recording its ops, then Sync: chains,
+// barriers, parameter blocks, the kept plan's lookup; the GPU's part is
+// nothing), unchained and chained, on the tiny Gemma 3n or on the
+// checkpoint named by MLXCHAT_E2B_DIR. Profile it with -cpuprofile.
+func BenchmarkDecodeHost(b *testing.B) {
+	dir := os.Getenv("MLXCHAT_E2B_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+		if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, chains := range []bool{false, true} {
+		name := "unchained"
+		if chains {
+			name = "chained"
+		}
+		b.Run(name, func(b *testing.B) {
+			g := gpu.New(&countDriver{})
+			g.SetChains(chains)
+			m, err := models.Load(dir, g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := m.NewCache(kvcache.DefaultOptions())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := m.Forward(c, []int32{1, 2, 3, 4, 5, 6, 7, 8}, true); err != nil {
+				b.Fatal(err)
+			}
+			for range 2 {
+				if _, err := m.Forward(c, []int32{3}, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if c.Offset() > 200 {
+					b.StopTimer()
+					if err := c.Rewind(c.Offset() - 10); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if _, err := m.Forward(c, []int32{3}, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -7,7 +7,12 @@
 // Metal host in metal/mtl). Work is recorded and runs at Sync (step.go):
 // drivers that implement Planner keep the recorded step and run it again,
 // with new parameter blocks only, while later steps have the same shape;
-// barriers go only where a launch depends on an earlier one.
+// barriers go only where a launch depends on an earlier one. Before that,
+// chain.go folds row-local ops into the launch before them (elementwise
+// ops into the matrix-vector product, norm or elementwise op whose values
+// they change, a second RMSNorm into the norm whose row it reads), which
+// takes an E2B decode step from 1622 launches to 998; the rewrite is kept
+// per step shape and replayed.
 //
 // It may import tensor and metal/kernels only (its tests also import
 // models and kvcache).

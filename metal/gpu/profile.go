@@ -125,11 +125,11 @@ func launchLabel(id kernels.ID, words []uint32) string {
 		return id.String()
 	}
 	switch id {
-	case kernels.QMV4, kernels.QMV8:
+	case kernels.QMV4, kernels.QMV8, kernels.QMVX4, kernels.QMVX8:
 		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])
-	case kernels.RMSNorm:
+	case kernels.RMSNorm, kernels.NormX:
 		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])
-	case kernels.Eltwise:
+	case kernels.Eltwise, kernels.EltX:
 		return fmt.Sprintf("%s %d", id, words[h])
 	}
 	return id.String()

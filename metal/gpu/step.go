@@ -120,6 +120,9 @@ func (b *Backend) dropPlans() {
 		}
 	}
 	b.step.plans = nil
+	// The kept chain rewrites name buffers too.
+	clear(b.chains.cache)
+	b.chains.cache = b.chains.cache[:0]
 }
 
 // runStep hands the recorded launches to the driver and waits for them.
@@ -136,6 +139,8 @@ func (b *Backend) runStep() error {
 	st.ran = nil
 	if b.fusion != FuseOff {
 		b.fuse()
+	} else if !b.noChains {
+		b.chain()
 	}
 	err := b.upload()
 	if err == nil {

@@ -29,6 +29,11 @@ variants=(
   "qmvt8 fused.comp -DBITS=8"
   "vchain fused.comp -DBITS=0"
   "attnd attnd.comp"
+  "qmvx4 qmv.comp -DBITS=4 -DEXT=1"
+  "qmvx8 qmv.comp -DBITS=8 -DEXT=1"
+  "normx normx.comp"
+  "eltx eltwise.comp -DEXT=1"
+  "mmx qmm.comp -DMODE=0 -DEXT=1"
 )
 for v in "${variants[@]}"; do
   read -r name src defs <<<"$v"

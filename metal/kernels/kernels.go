@@ -39,6 +39,11 @@ const (
 	QMVT8               // fused decode launch: 8-bit matrix-vector segments, then a tail of small ops
 	VChain              // fused decode launch: a tail of small ops in one workgroup
 	AttnD               // decode attention: query heads of one KV head together, keys in many splits
+	QMVX4               // qmv4 with an epilogue of elementwise ops on its outputs
+	QMVX8               // qmv8 with an epilogue of elementwise ops on its outputs
+	NormX               // rmsnorm with an epilogue of elementwise ops and a second RMSNorm of its output
+	EltX                // eltwise with an epilogue of further elementwise ops
+	MMX                 // dense one-row product (mm) with an epilogue of elementwise ops
 	Count               // number of kernels
 )
 
@@ -60,10 +65,15 @@ type Kernel struct {
 	Vec4 [8]bool
 	// Params is the number of 32-bit parameter words after the header.
 	Params int
-	// Program marks the fused kernels, whose parameter block continues
-	// after those words with the segment table and the tail program
-	// (uvec4 arrays; see src/fused.comp): its length varies per launch.
+	// Program marks the kernels whose parameter block continues after
+	// those words with uvec4 arrays: the fused kernels' segment table and
+	// tail program (src/fused.comp), whose length varies per launch, and
+	// the chained kernels' epilogue ops (src/epi.glsl, always MaxEpi of
+	// them, unused ones zero).
 	Program bool
+	// MaxEpi is the number of epilogue ops (uvec4) a chained kernel's
+	// parameter block holds after its Params words.
+	MaxEpi int
 }
 
 var table = [Count]Kernel{
@@ -86,6 +96,11 @@ var table = [Count]Kernel{
 	QMVT8:     {Name: "qmvt8", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},
 	VChain:    {Name: "vchain", Local: 256, Bindings: []int{1, 3, 4, 5, 6, 7}, Params: 8, Program: true},
 	AttnD:     {Name: "attnd", Local: 128, Bindings: []int{1, 2, 3, 4, 5, 6}, Params: 10},
+	QMVX4:     {Name: "qmvx4", Local: 64, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{1: true, 2: true}, Params: 8, Program: true, MaxEpi: 4},
+	QMVX8:     {Name: "qmvx8", Local: 64, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{1: true, 2: true}, Params: 8, Program: true, MaxEpi: 4},
+	NormX:     {Name: "normx", Local: 512, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Params: 16, Program: true, MaxEpi: 6},
+	EltX:      {Name: "eltx", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Params: 8, Program: true, MaxEpi: 6},
+	MMX:       {Name: "mmx", Local: 256, Bindings: []int{1, 2, 5, 6, 7}, Params: 12, Program: true, MaxEpi: 4},
 }
 
 // Layout of the fused kernels' parameter block after the header: 8

@@ -29,7 +29,9 @@
 // MLXCHAT_VULKAN_ACTIVATIONS=host|device overrides where activations live
 // (host: the discrete-GPU layout with device twins, also on lavapipe);
 // MLXCHAT_GPU_FUSION=0|seg|1 picks how much of a decode step is fused
-// (gpu.ParseFusion; the default is gpu.DefaultFusion, off).
+// (gpu.ParseFusion; the default is gpu.DefaultFusion, off);
+// MLXCHAT_GPU_CHAINS=0 turns off the folding of norms and elementwise ops
+// into the launches beside them (gpu.Backend.SetChains; on by default).
 //
 // It may import tensor, metal/gpu, metal/kernels and purego (tests also
 // import tensor/cpu, models and kvcache).

@@ -833,7 +833,8 @@ func (d *Driver) SetStagedUploads(chunk int) {
 
 // Open returns a tensor.Backend running on the selected Vulkan device.
 // MLXCHAT_GPU_FUSION=0|seg|1 sets how much of a decode step is fused
-// (gpu.ParseFusion; for measurements).
+// (gpu.ParseFusion; for measurements), MLXCHAT_GPU_CHAINS=0 turns off the
+// folding of row-local ops into their neighbours (gpu.Backend.SetChains).
 func Open() (*gpu.Backend, *Driver, error) {
 	d, err := NewDriver()
 	if err != nil {
@@ -847,6 +848,14 @@ func Open() (*gpu.Backend, *Driver, error) {
 			return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_FUSION: %w", err)
 		}
 		b.SetFusionMode(m)
+	}
+	switch c := os.Getenv("MLXCHAT_GPU_CHAINS"); c {
+	case "", "1":
+	case "0":
+		b.SetChains(false)
+	default:
+		d.Close()
+		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_CHAINS=%q: want 0 or 1", c)
 	}
 	return b, d, nil
 }

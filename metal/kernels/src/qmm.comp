@@ -5,6 +5,8 @@
 // per group of gsize inputs); MODE 0: W is dense of dtype wdt. Each
 // workgroup computes a 64x64 tile of dst, 4x4 values per thread, staging
 // 16-wide slices of x and of the dequantized W in shared memory.
+// EXT (with MODE 0) builds mmx: the dense product of one row followed by
+// an epilogue of elementwise ops on each output (src/epi.glsl).
 layout(local_size_x = 256) in;
 #include "common.glsl"
 
@@ -19,13 +21,43 @@ layout(set = 0, binding = 0) uniform Params {
     uint gsize;  // group size (quantized)
     uint sdt;    // dtype of scales/biases (quantized)
     uint wdt;    // dtype of W (dense)
+#ifdef EXT
+    uint nepi;   // epilogue ops
+    uint pad0, pad1, pad2;
+    uvec4 epi[4];
+#endif
 } p;
 
 layout(set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(set = 0, binding = 2) readonly buffer W { uint w[]; };
 layout(set = 0, binding = 3) readonly buffer S { uint sc[]; };
 layout(set = 0, binding = 4) readonly buffer B { uint bi[]; };
+#ifdef EXT
+layout(set = 0, binding = 5) buffer D { float dst[]; };
+layout(set = 0, binding = 6) buffer B6 { float b6[]; };
+layout(set = 0, binding = 7) buffer B7 { float b7[]; };
+
+float ldv(uint s, uint i) {
+    switch (s) {
+    case 1u: return x[i];
+    case 5u: return dst[i];
+    case 6u: return b6[i];
+    default: return b7[i];
+    }
+}
+
+void stv(uint s, uint i, float v) {
+    switch (s) {
+    case 5u: dst[i] = v; break;
+    case 6u: b6[i] = v; break;
+    default: b7[i] = v; break;
+    }
+}
+
+#include "epi.glsl"
+#else
 layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
+#endif
 
 const uint BM = 64u;
 const uint BN = 64u;
@@ -95,6 +127,11 @@ void main() {
         for (uint j = 0u; j < 4u; j++) {
             uint n = n0 + tx * 4u + j;
             if (n < p.n_out) {
+#ifdef EXT
+                // One row (the backend folds ops into one-row products
+                // only): the value's index is its output column.
+                acc[i][j] = epi_run(acc[i][j], n);
+#endif
                 dst[p.ob5 + m * p.ldd + p.out0 + n] = acc[i][j];
             }
         }

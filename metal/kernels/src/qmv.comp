@@ -10,6 +10,8 @@
 // flight to approach memory bandwidth); its threads stride over the
 // row in 16-byte chunks (coalesced), keep the chunk's x values in registers
 // and reuse them for every row. One x row per workgroup in y.
+// EXT builds qmvx4/qmvx8: the same product followed by an epilogue of
+// elementwise ops on each output (src/epi.glsl).
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
@@ -22,13 +24,43 @@ layout(set = 0, binding = 0) uniform Params {
     uint out0;   // first output column of dst written by this dispatch
     uint gsize;  // quantization group size
     uint sdt;    // dtype of scales and biases
+#ifdef EXT
+    uint nepi;   // epilogue ops
+    uint pad0;
+    uvec4 epi[4];
+#endif
 } p;
 
 layout(set = 0, binding = 1) readonly buffer X { vec4 x[]; };
 layout(set = 0, binding = 2) readonly buffer W { uvec4 w[]; };
 layout(set = 0, binding = 3) readonly buffer S { uint sc[]; };
 layout(set = 0, binding = 4) readonly buffer B { uint bi[]; };
+#ifdef EXT
+layout(set = 0, binding = 5) buffer D { float dst[]; };
+layout(set = 0, binding = 6) buffer B6 { float b6[]; };
+layout(set = 0, binding = 7) buffer B7 { float b7[]; };
+
+float ldv(uint s, uint i) {
+    switch (s) {
+    case 1u: return x[i >> 2][i & 3u];
+    case 5u: return dst[i];
+    case 6u: return b6[i];
+    default: return b7[i];
+    }
+}
+
+void stv(uint s, uint i, float v) {
+    switch (s) {
+    case 5u: dst[i] = v; break;
+    case 6u: b6[i] = v; break;
+    default: b7[i] = v; break;
+    }
+}
+
+#include "epi.glsl"
+#else
 layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
+#endif
 
 const uint ROWS = 2u;  // keep in step with kernels.QMVRows
 const uint VPC = 128u / BITS;     // values per 16-byte chunk
@@ -104,6 +136,9 @@ void main() {
         for (uint i = 0u; i < gl_NumSubgroups; i++) {
             t += part[i * ROWS + tid];
         }
+#ifdef EXT
+        t = epi_run(t, row0 + tid);
+#endif
         dst[p.ob5 + r * p.ldd + p.out0 + row0 + tid] = t;
     }
 }
