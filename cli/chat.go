@@ -41,7 +41,13 @@ func chatCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		progress("loading "+d, 0, 0)
 		bundle, err = engine.LoadBundle(d, be.backend, model)
-		return bundle, err
+		if err != nil {
+			return nil, err
+		}
+		if err := c.checkMaxKV(bundle.Info.ContextLength); err != nil {
+			return nil, usageErr(err) // bundle is closed with the engine
+		}
+		return bundle, nil
 	}, engine.Options{Settings: c.settings()})
 	e.Start(ctx)
 	defer func() {

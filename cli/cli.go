@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"mlxchat/engine"
@@ -47,8 +48,11 @@ type config struct {
 	// maxTokensSet says --max-tokens (or the config's max_tokens) was
 	// given: run then takes 0 as "no limit" instead of its default cap.
 	maxTokensSet bool
-	kvBits       int  // --kv-bits: 32, 16 or 8 (0 = the engine's default, 32)
-	think        bool // --think (default true); false sets engine.Settings.NoThinking
+	kvBits       int // --kv-bits: 32, 16 or 8 (0 = the engine's default, 32)
+	// maxKVFrom names where maxKV came from, for errors: "--max-kv-size"
+	// or "config PATH: max_kv_size".
+	maxKVFrom string
+	think     bool // --think (default true); false sets engine.Settings.NoThinking
 }
 
 // flags registers every flag on a new flagSet bound to c.
@@ -62,7 +66,12 @@ func (c *config) flags() *flagSet {
 	c.promptLens = []int{128, 512, 2048}
 	c.decode = 64
 	f := newFlagSet()
-	f.Int(&c.maxKV, "max-kv-size", 0, "0 (off) or a positive number of tokens", "cap on live KV keys; older tokens after the attention sink are trimmed (0 = off: the model's context length is the cap)")
+	f.Int(&c.maxKV, "max-kv-size", 0, "0 (off) or a positive number of tokens", "cap on live KV keys, at most the model's context length; older tokens after the attention sink are trimmed (0 = off: the model's context length is the cap)")
+	setMaxKV := f.specs["max-kv-size"].set
+	f.specs["max-kv-size"].set = func(v string) error {
+		c.maxKVFrom = "--max-kv-size"
+		return setMaxKV(v)
+	}
 	f.Int(&c.chunk, "prefill-chunk-size", 1, "a positive number of tokens", "prompt tokens per prefill forward pass (default 512)")
 	f.Float(&c.temp, "temp", 0, 100, "a number from 0 to 100", "sampling temperature; 0 = greedy (default 0)")
 	f.Float(&c.topP, "top-p", 0, 1, "a number from 0 to 1", "nucleus sampling mass; 0 or 1 = off")
@@ -163,10 +172,43 @@ func (c *config) useDefaults(s engine.Settings) {
 // configFile loads --config (or the default config file, which may be
 // absent).
 func (c *config) configFile() (ui.Config, error) {
+	return ui.LoadConfig(c.configFilePath(), c.configPath != "")
+}
+
+// configFilePath is --config, else the default config file's path.
+func (c *config) configFilePath() string {
 	if c.configPath != "" {
-		return ui.LoadConfig(c.configPath, true)
+		return c.configPath
 	}
-	return ui.LoadConfig(ui.DefaultConfigPath(), false)
+	return ui.DefaultConfigPath()
+}
+
+// checkMaxKV refuses a --max-kv-size (or the config's max_kv_size) above
+// the model's context length (max_position_embeddings; 0 = unknown), as
+// the chat's /kv refuses one: a live window wider than the positions the
+// model was trained on cannot help, and 0 already makes the whole context
+// the live window. The error names the flag or the config file and key,
+// the value and the limit.
+func (c *config) checkMaxKV(contextLength int) error {
+	if contextLength <= 0 || c.maxKV <= contextLength {
+		return nil
+	}
+	from, fix := "--max-kv-size", fmt.Sprintf("use --max-kv-size %d or less, or --max-kv-size 0", contextLength)
+	if c.maxKVFrom != "" && c.maxKVFrom != from {
+		from, fix = c.maxKVFrom, fmt.Sprintf("set max_kv_size to %d or less, or to 0", contextLength)
+	}
+	return fmt.Errorf("%s %d: above the model's context length of %s tokens (max_position_embeddings); %s for the whole context",
+		from, c.maxKV, groupDigits(contextLength), fix)
+}
+
+// groupDigits writes n >= 0 with thousands separators, as the chat does:
+// 4096 -> "4,096".
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // usageError is a mistake in how mlxchat was called (exit code 2).
@@ -240,6 +282,9 @@ func Main(ctx context.Context, args []string, io IO) int {
 		fs = withFile.flags()
 		withFile.useDefaults(file.Settings(withFile.settings()))
 		withFile.maxTokensSet = file.MaxTokens != nil // the file's max_tokens counts as given
+		if file.MaxKV != nil {
+			withFile.maxKVFrom = "config " + c.configFilePath() + ": max_kv_size"
+		}
 		if _, err := fs.parse(args); err != nil {
 			fmt.Fprintf(io.Stderr, "mlxchat: %v\n", err)
 			return 2

@@ -142,7 +142,8 @@ func resolveModel(ctx context.Context, name string, client *http.Client, progres
 }
 
 // openBundle resolves the model (with a progress bar on stderr), opens the
-// backend and loads the model, tokenizer and chat template, and prints
+// backend and loads the model, tokenizer and chat template, refuses a
+// --max-kv-size above the model's context length (checkMaxKV), and prints
 // the model's load-time notes on stderr, one "note:" line each. The
 // returned func releases the model and the backend.
 func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) (*engine.Bundle, func(), error) {
@@ -161,6 +162,11 @@ func openBundle(ctx context.Context, c *config, model string, stderr io.Writer) 
 	if err != nil {
 		be.close()
 		return nil, nil, err
+	}
+	if err := c.checkMaxKV(b.Info.ContextLength); err != nil {
+		b.Close()
+		be.close()
+		return nil, nil, usageErr(err)
 	}
 	for _, n := range b.Info.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
