@@ -130,12 +130,16 @@
 // glued onto it, the notice says "queued: your message is sent when the
 // answer ends", the status line "1 msg queued", and it is sent when
 // the answer ends by itself (or the model is ready); a second message
-// joins it. Esc stops the answer and puts the queued message back into
-// the editor, not sent (a message sent after the Esc goes once the answer
-// has stopped); a failed answer puts it back too. When the answer ends
-// while the editor holds text, the queued message waits: Enter sends it
-// (joined above the text when that is a message; a command runs first)
-// and Esc puts it back. It is saved with the draft.
+// joins it. A "/summarize ..." line holding pastes is queued the same way
+// ("/summarize queued"), as an entry of its own that nothing joins: the
+// entries go in the order sent, each when the answer before it ends by
+// itself ("2 queued"). Esc stops the answer and puts everything queued
+// back into the editor, in order, not sent (what is sent after the Esc
+// goes once the answer has stopped); a failed answer puts it back too.
+// When the answer ends while the editor holds text, the queue waits:
+// Enter sends its first entry (a message typed joins the queue first, so
+// it goes with a queued message; a command runs first) and Esc puts it
+// back. It is saved with the draft.
 //
 // A bracketed paste of >= 1000 characters or >= 8 lines (configurable) is
 // shown in the editor as one block "[pasted: 2,631 tokens, 11 KiB]" (the count
@@ -270,7 +274,7 @@
 // that what is typed next is not glued onto it; a failed one (/load and
 // /read when their read fails, too) is the last history entry, and its
 // error ends with "(↑ brings the command back)". A "/summarize ..." line
-// holding pastes that cannot start stays in the editor with them. Settings commands are checked with
+// holding pastes, sent while an answer runs, is queued like a message. Settings commands are checked with
 // engine.Settings.Validate and sent as UpdateSettings; if the engine refuses
 // one, the previous value comes back. A change made while an answer runs
 // takes effect from the next one, and its notice says so once.

@@ -167,9 +167,9 @@ type model struct {
 	// awaitDoc is a bare /summarize waiting for its document: the next
 	// paste or /read file.
 	awaitDoc *awaitSummarize
-	// queued is the message sent while an answer ran or the model loaded
-	// (queue.go).
-	queued  *queuedMessage
+	// queued is what was sent while an answer ran or the model loaded, in
+	// order (queue.go).
+	queued  []queuedMessage
 	jobs    jobs
 	quitArm quitArm
 	// frameQueued and saveQueued say a frame tick and a draft-save tick

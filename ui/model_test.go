@@ -768,7 +768,7 @@ func TestLoadingView(t *testing.T) {
 	}
 	typeText(m, "early") // the editor takes input while the model loads
 	press(m, tea.KeyEnter)
-	if m.ed.value() != "" || m.queued == nil || len(fe.requests()) != 0 {
+	if m.ed.value() != "" || len(m.queued) == 0 || len(fe.requests()) != 0 {
 		t.Errorf("message sent or lost while loading: %q %v", m.ed.value(), fe.requests())
 	}
 	if s := screen(m); !strings.Contains(s, "queued: your message is sent when the model is ready") || len(strings.Split(s, "\n")) != 30 {
@@ -907,7 +907,7 @@ func TestSendWhileGenerating(t *testing.T) {
 	if len(fe.requests()) != n {
 		t.Error("second message sent while answering")
 	}
-	if m.ed.value() != "" || m.queued == nil || m.queued.text != "two" || !strings.Contains(screen(m), "queued: your message is sent when the answer ends") {
+	if m.ed.value() != "" || len(m.queued) != 1 || m.queued[0].text != "two" || !strings.Contains(screen(m), "queued: your message is sent when the answer ends") {
 		t.Errorf("second message not queued with a notice: editor %q", m.ed.value())
 	}
 }

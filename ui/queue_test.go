@@ -225,3 +225,127 @@ func TestQueuedWhileLoading(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedSummarize: a "/summarize" line holding a paste, sent (Enter)
+// while an answer streams, is queued as a message is, not left in the
+// editor (where what was typed next was glued onto it): it starts when
+// the answer ends by itself, in order with the messages queued around
+// it, comes back into the editor with its paste on Esc, and is saved with
+// the draft by a quit. Nothing typed or pasted is lost on any path.
+func TestQueuedSummarize(t *testing.T) {
+	doc := strings.Repeat("A line of the long pasted report.\n", 60)
+	finish := func(m *model, id engine.RequestID) {
+		events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneStop, Text: "the answer"})
+	}
+	tests := []struct {
+		name   string
+		before string // a message queued before the /summarize ("" = none)
+		after  string // a message queued after it ("" = none)
+		end    func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID)
+	}{
+		{
+			name: "it starts when the answer ends; a command typed meanwhile runs alone",
+			end: func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID) {
+				command(m, "/temp 0.5")
+				if m.set.cur.Temperature != 0.5 || m.ed.value() != "" {
+					t.Fatalf("the command typed after the /summarize did not run alone: temp %g, editor %q", m.set.cur.Temperature, m.ed.value())
+				}
+				finish(m, id)
+				s, _ := lastOf[engine.Summarize](t, fe)
+				if s.Document != doc || s.Instruction != "in three bullets" {
+					t.Fatalf("Summarize of %d bytes with instruction %q", len(s.Document), s.Instruction)
+				}
+			},
+		},
+		{
+			name:  "a message queued after it goes once the summary ends",
+			after: "and then this",
+			end: func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID) {
+				if s := screen(m); !strings.Contains(s, "2 queued") {
+					t.Errorf("the status line does not say two entries are queued:\n%s", s)
+				}
+				finish(m, id)
+				_, sid := lastOf[engine.Summarize](t, fe)
+				if n := countOf[engine.Generate](fe); n != 1 {
+					t.Fatalf("the message went before the /summarize ended (%d Generates)", n)
+				}
+				events(m, engine.Done{Header: hdr(sid, 0), Reason: engine.DoneStop, Text: "the summary"})
+				if got, n := lastUserMessage(t, fe); n != 2 || got != "and then this" {
+					t.Fatalf("after the summary: %d Generates, the last %q", n, got)
+				}
+			},
+		},
+		{
+			name:   "a message queued before it goes first, then the /summarize",
+			before: "first queued",
+			end: func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID) {
+				finish(m, id)
+				got, n := lastUserMessage(t, fe)
+				if n != 2 || got != "first queued" || countOf[engine.Summarize](fe) != 0 {
+					t.Fatalf("%d Generates (the last %q), %d Summarizes: want the queued message alone first", n, got, countOf[engine.Summarize](fe))
+				}
+				_, gid := lastOf[engine.Generate](t, fe)
+				finish(m, gid)
+				if s, _ := lastOf[engine.Summarize](t, fe); s.Document != doc {
+					t.Fatalf("Summarize of %q", s.Document)
+				}
+			},
+		},
+		{
+			name:  "Esc stops the answer and puts everything back, in order",
+			after: "and then this",
+			end: func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID) {
+				press(m, tea.KeyEsc)
+				events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Text: "partial"})
+				if got, want := m.ed.full(), "/summarize in three bullets "+doc+"\nand then this"; got != want {
+					t.Fatalf("editor %q, want %q", got, want)
+				}
+				if countOf[engine.Summarize](fe) != 0 || countOf[engine.Generate](fe) != 1 {
+					t.Fatalf("requests after Esc: %v", fe.requests())
+				}
+			},
+		},
+		{
+			name: "a quit saves it with its paste",
+			end: func(t *testing.T, m *model, fe *fakeEngine, id engine.RequestID) {
+				typeText(m, "typed after")
+				update(m, signalMsg{})
+				c := readConv(t, m.files.saver.currentPath())
+				if !strings.HasPrefix(c.Draft, "/summarize in three bullets [pasted: ") || !strings.HasSuffix(c.Draft, "\ntyped after") ||
+					len(c.DraftPastes) != 1 || c.DraftPastes[0].Content != doc {
+					t.Fatalf("saved draft %q with %d pastes", c.Draft, len(c.DraftPastes))
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			ready(m)
+			_, id := send(t, m, fe, "first")
+			events(m, engine.Token{Header: hdr(id, 0), Text: "stream", Tokens: 1})
+			if tc.before != "" {
+				command(m, tc.before)
+			}
+			typeText(m, "/summarize in three bullets ")
+			paste(m, doc)
+			press(m, tea.KeyEnter)
+			if v := m.ed.value(); v != "" {
+				t.Fatalf("the /summarize stayed in the editor: %q", v)
+			}
+			if n := noticeOf(screen(m)); !strings.Contains(n, "queued: your /summarize starts ") {
+				t.Errorf("notice %q", n)
+			}
+			if tc.before == "" && !strings.Contains(screen(m), "/summarize queued") {
+				t.Errorf("the status line does not say the /summarize is queued:\n%s", screen(m))
+			}
+			if tc.after != "" {
+				command(m, tc.after)
+			}
+			if len(fe.requests()) != 1 {
+				t.Fatalf("requests while the answer runs: %v", fe.requests())
+			}
+			tc.end(t, m, fe, id)
+		})
+	}
+}

@@ -196,7 +196,7 @@ func (m *model) attached(msg attachedMsg) tea.Cmd {
 	m.ed.ta.SetValue(text)
 	m.afterEdit()
 	m.saveDraft(true)
-	return m.submit()
+	return m.submitNow() // its turn in the queue, if any, has come
 }
 
 // escapedAtRE finds "@@" at the start of a word: a literal "@".

@@ -73,7 +73,7 @@ func (m *model) snapshot() conversationFile {
 }
 
 // draft is what a save keeps of the unsent input: the held message, the
-// queued one and the editor's text, and their pastes.
+// queue (in order) and the editor's text, and their pastes.
 func (m *model) draft() (string, []pasteBlock) {
 	v := m.ed.value()
 	blocks := m.ed.pastes.present(v)
@@ -84,8 +84,8 @@ func (m *model) draft() (string, []pasteBlock) {
 		v = text + v
 		blocks = append(append([]pasteBlock(nil), pastes...), blocks...)
 	}
-	if q := m.queued; q != nil {
-		above(q.text, q.pastes)
+	for i := len(m.queued) - 1; i >= 0; i-- {
+		above(m.queued[i].text, m.queued[i].pastes)
 	}
 	if h := m.held; h != nil {
 		above(h.text, h.pastes)

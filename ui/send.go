@@ -45,21 +45,45 @@ func countTick() tea.Cmd {
 }
 
 // submit sends the editor's content: a command or a message. Enter on
-// an empty editor sends the held message anyway.
+// an empty editor sends the held message anyway. A message (or a
+// /summarize line holding pastes) sent while the chat cannot send it, or
+// while something queued waits, joins the queue (queue.go); a command
+// runs at once.
 func (m *model) submit() tea.Cmd {
 	text := m.ed.value()
-	present := m.ed.present()
 	if strings.TrimSpace(text) == "" {
 		switch {
 		case m.phase != phaseIdle || m.fit.id != 0:
 		case m.held != nil:
 			m.releaseHeld()
 			m.send()
-		case m.queued != nil:
+		case len(m.queued) > 0:
 			return m.sendQueued()
 		}
 		return nil
 	}
+	if !IsCommand(text) || len(m.ed.present()) > 0 {
+		switch {
+		case m.phase == phaseLoading || m.phase.busy():
+			// Sent when the answer ends; the editor is free for what comes
+			// next.
+			m.queue()
+			return nil
+		case len(m.queued) > 0 && m.phase == phaseIdle && m.fit.id == 0 && m.jobs.reading == "":
+			// What was queued goes first: this joins the queue, whose first
+			// entry is sent now.
+			m.queue()
+			return m.sendQueued()
+		}
+	}
+	return m.submitNow()
+}
+
+// submitNow carries out the editor's text, a command or a message, at
+// once (submit has queued what must wait).
+func (m *model) submitNow() tea.Cmd {
+	text := m.ed.value()
+	present := m.ed.present()
 	if IsCommand(text) && len(present) > 0 && isSummarizeLine(text) {
 		if err := m.summarizeDraft(text, present); err != nil {
 			m.setError(err)
@@ -85,11 +109,6 @@ func (m *model) submit() tea.Cmd {
 		return cmd
 	}
 	switch {
-	case m.phase == phaseLoading || m.phase.busy():
-		// Sent when the answer ends (queue.go); the editor is free for
-		// what comes next.
-		m.queue()
-		return nil
 	case m.fit.id != 0:
 		m.setNotice("still checking that the message fits the live window…")
 		return nil
@@ -98,8 +117,6 @@ func (m *model) submit() tea.Cmd {
 		return nil
 	}
 	m.stopAwaiting() // a message instead of the document: the /summarize is dropped
-	m.takeQueued()   // a message queued earlier goes first, in the same message
-	text = m.ed.value()
 	if cmd, ok, err := m.startAtPaths(text); err != nil {
 		m.setError(err)
 		return nil

@@ -39,8 +39,9 @@ type status struct {
 	// while the engine renders and tokenizes it, before its first progress.
 	sentBytes int
 	notice    notice
-	// queued says a message waits to be sent (model.queued).
-	queued bool
+	// queued names what waits to be sent (model.queuedLabel: "1 msg
+	// queued"; "" = nothing).
+	queued string
 }
 
 // flash is the meter's highlight after a trim. It shows how many tokens
@@ -187,8 +188,8 @@ func (s *status) line(p phase, width int) string {
 	case s.decodeTPS > 0:
 		segs = append(segs, fmt.Sprintf("decode %s tok/s", s.theme.Accent.Render(fmt.Sprintf("%.1f", s.decodeTPS))))
 	}
-	if s.queued {
-		segs = append(segs, s.theme.Accent.Render("1 msg queued"))
+	if s.queued != "" {
+		segs = append(segs, s.theme.Accent.Render(s.queued))
 	}
 	switch p {
 	case phasePrefill, phaseDecode, phaseSummarize:
