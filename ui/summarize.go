@@ -209,11 +209,26 @@ func (m *model) summarized(d engine.Done) {
 		return
 	}
 	m.endRequest(text, d.Reason, nil)
+	if d.Reason == engine.DoneMaxTokens {
+		m.setNotice("summary " + summaryCut(d.Tokens, m.set.cur.MaxTokens))
+	}
 	if len(d.Pieces) > 0 && d.Reason != engine.DoneCancelled {
 		cut := ""
 		if d.Reason == engine.DoneMaxTokens {
-			cut = fmt.Sprintf(" (the answer was cut at /max %d tokens)", m.set.cur.MaxTokens)
+			cut = " (the answer was " + summaryCut(d.Tokens, m.set.cur.MaxTokens) + ")"
 		}
 		m.setNotice(fmt.Sprintf("summarized in %d pieces%s; Ctrl+O shows their summaries", len(d.Pieces), cut))
 	}
+}
+
+// summaryCut says where a summary's answer of tokens tokens was cut:
+// at /max maxTokens when it reached it, else at the room a summary's
+// answer has beside its prompt under the cap (the engine's Summarize
+// keeps the prompt and the answer within the live window; /max 0 is no
+// limit and never the cause).
+func summaryCut(tokens, maxTokens int) string {
+	if maxTokens > 0 && tokens >= maxTokens {
+		return fmt.Sprintf("cut at /max %d tokens", maxTokens)
+	}
+	return fmt.Sprintf("cut at %d tokens, the room its answer has beside the prompt in the live window", tokens)
 }

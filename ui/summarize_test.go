@@ -378,3 +378,43 @@ func statusLine(m *model) string {
 	lines := strings.Split(screen(m), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestSummaryCutNotice: a summary whose answer ended at its token limit
+// says which limit: /max when it was reached, else the room a summary's
+// answer has under the cap. With /max off the notice said "the answer was
+// cut at /max 0 tokens" (QA, /summarize of a 15 KiB paste on the tiny
+// model).
+func TestSummaryCutNotice(t *testing.T) {
+	pieces := []engine.SummaryPiece{piece(1, 2, "one"), piece(2, 2, "two")}
+	tests := []struct {
+		name      string
+		max       string // a /max command before ("" = none)
+		tokens    int
+		pieces    []engine.SummaryPiece
+		want, not string
+	}{
+		{"no /max, in pieces", "", 256, pieces, "summarized in 2 pieces (the answer was cut at 256 tokens, the room its answer has beside the prompt in the live window)", "/max"},
+		{"no /max, one piece", "", 256, nil, "summary cut at 256 tokens, the room its answer has beside the prompt in the live window", "/max"},
+		{"/max reached", "/max 40", 40, pieces, "summarized in 2 pieces (the answer was cut at /max 40 tokens)", "room"},
+		{"/max above the room", "/max 900", 256, pieces, "(the answer was cut at 256 tokens, the room", "/max 900"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t, withMaxKV(64))
+			update(m, tea.WindowSizeMsg{Width: 200, Height: 40})
+			ready(m)
+			if tc.max != "" {
+				command(m, tc.max)
+			}
+			holdPaste(t, m, fe, strings.Repeat("a paragraph of the long report.\n\n", 100))
+			command(m, "/summarize")
+			_, id := lastOf[engine.Summarize](t, fe)
+			events(m, engine.Token{Header: hdr(id, time.Second), Text: "the summary", Tokens: tc.tokens},
+				engine.Done{Header: hdr(id, time.Second), Reason: engine.DoneMaxTokens, Text: "the summary", Tokens: tc.tokens, Pieces: tc.pieces})
+			n := m.st.notice.text
+			if !strings.Contains(n, tc.want) || strings.Contains(n, tc.not) {
+				t.Errorf("notice %q, want %q and not %q", n, tc.want, tc.not)
+			}
+		})
+	}
+}
