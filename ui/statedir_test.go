@@ -147,16 +147,15 @@ func TestCauseFirst(t *testing.T) {
 		t.Errorf("causeOf = %v", c)
 	}
 	tests := []struct {
-		width int
-		want  string
+		notice, cause, want string
 	}{
-		{len(full) + 5, full},
-		{80, "no space left on device — autosave: writing /home/"},
+		{full, "no space left on device", "no space left on device — autosave: writing /home/someone/.local/state/mlxchat/conversations/2025-03-01T12-00-00.json: write /home/"},
+		{full, "", full},
+		{"autosave: no space left on device, then more", "no space left on device", "autosave: no space left on device, then more"},
 	}
 	for _, tc := range tests {
-		got := causeFirst(full, "no space left on device", tc.width)
-		if !strings.HasPrefix(got, tc.want) {
-			t.Errorf("width %d: %q, want prefix %q", tc.width, got, tc.want)
+		if got := causeFirst(tc.notice, tc.cause); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("causeFirst(%q, %q) = %q, want prefix %q", tc.notice, tc.cause, got, tc.want)
 		}
 	}
 }

@@ -241,7 +241,7 @@ func (s *status) noticeLines(width, height int) []string {
 	text := n.text + n.hint
 	lines := strings.Split(ansi.Wrap(text, w, ""), "\n")
 	if len(lines) > limit && n.err {
-		text = causeFirst(n.text, n.cause, w*limit-lipgloss.Width(n.hint)) + n.hint
+		text = causeFirst(n.text, n.cause) + n.hint
 		lines = strings.Split(ansi.Wrap(text, w, ""), "\n")
 	}
 	if len(lines) > limit {
@@ -265,11 +265,13 @@ func (s *status) noticeLines(width, height int) []string {
 	return out
 }
 
-// causeFirst returns notice as is when it fits width cells; otherwise,
-// when it ends with its cause (": no space left on device"), the cause
-// moves to the front, so truncating the rest never hides why it failed.
-func causeFirst(notice, cause string, width int) string {
-	if cause == "" || lipgloss.Width(notice) <= width {
+// causeFirst moves the cause a notice ends with (": no space left on
+// device") to its front, so that truncating the rest never hides why it
+// failed; a notice that does not end with cause is returned as is.
+// noticeLines calls it when the wrapped notice takes too many lines:
+// long paths wrap early, so a notice's length alone does not tell.
+func causeFirst(notice, cause string) string {
+	if cause == "" || !strings.HasSuffix(notice, cause) {
 		return notice
 	}
 	rest := strings.TrimSuffix(strings.TrimSuffix(notice, cause), ": ")

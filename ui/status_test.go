@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,3 +149,34 @@ type osPathError struct{ errno syscall.Errno }
 
 func (e *osPathError) Error() string { return e.errno.Error() }
 func (e *osPathError) Unwrap() error { return e.errno }
+
+// TestNoticeKeepsCauseVisible: an error notice that word-wraps to more
+// lines than it may take shows its cause first, also when its length
+// alone would fit those lines: QA's full-disk notice at 120 columns (335
+// characters, under 3 × 118, but four lines once its long paths wrapped)
+// was cut to "... no space …", hiding why the save failed.
+func TestNoticeKeepsCauseVisible(t *testing.T) {
+	enospc := &os.PathError{Op: "write", Path: "/tmp/qa/fullst/mlxchat/conversations/..2026-12-04T18-28-33.json.tmp-12914-2040503735.tmp-12914-4261038710", Err: syscall.ENOSPC}
+	inner := fmt.Errorf("writing /tmp/qa/fullst/mlxchat/conversations/.2026-12-04T18-28-33.json.tmp-12914-2040503735: %w", enospc)
+	moved := &movedError{from: "/tmp/qa/fullst/mlxchat/conversations", to: "/tmp/mlxchat-conversations-35027617/2026-12-04T18-28-33.json", cause: inner}
+	for _, width := range []int{200, 120, 100, 80, 60} {
+		st := newTestStatus(t)
+		st.setError(fmt.Errorf("autosave: %w", moved))
+		lines := st.noticeLines(width, 40)
+		if len(lines) > maxNoticeLines {
+			t.Errorf("width %d: %d lines", width, len(lines))
+		}
+		if got := flatNotice(lines); !strings.Contains(got, "no space left on device") {
+			t.Errorf("width %d: the cause is not visible:\n%s", width, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// flatNotice joins notice lines as one text, without marks and styles.
+func flatNotice(lines []string) string {
+	var parts []string
+	for _, l := range lines {
+		parts = append(parts, strings.TrimSpace(strings.TrimLeft(stripANSI(l), "✗•✂ ")))
+	}
+	return strings.Join(parts, " ")
+}
