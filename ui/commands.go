@@ -68,11 +68,11 @@ var commandTable = []commandSpec{
 	{CmdKV, "N|off|bits 32|16|8", "cap the live KV window at N tokens, at most the model's context, or remove the cap (off or 0: the context is the cap); bits: the cache's storage, 32 float32 (default), 16 float16 (half the memory), 8 int8 (a little over a quarter)", parseKV},
 	{CmdChunk, "N", "prefill chunk size in tokens", intArg(1, math.MaxInt32, "a positive number of tokens")},
 	{CmdTemp, "X", "sampling temperature (0 = greedy)", floatArg(func(x float64) bool { return x >= 0 && x <= 100 }, "a temperature >= 0")},
-	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off = 1)", orOff(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] or \"off\""))},
+	{CmdTopP, "X|off", "nucleus sampling mass, 0 < X <= 1 (off, 0 or 1 = no nucleus cut)", orOffOrZero(floatArg(func(x float64) bool { return x > 0 && x <= 1 }, "a number in (0, 1] (0, 1 or \"off\": no nucleus cut)"))},
 	{CmdTopK, "N|off", "sample from the N most likely tokens (off = 0)", orOff(intArg(0, math.MaxInt32, "a whole number >= 0 or \"off\""))},
 	{CmdMinP, "X|off", "drop tokens below X times the top probability, 0 <= X < 1 (off = 0)", orOff(floatArg(func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1) or \"off\""))},
 	{CmdSeed, "N", "random seed for sampling", intArg(0, math.MaxInt64, "a whole number >= 0")},
-	{CmdMax, "N|off", "maximum new tokens per answer (off = no limit)", orOff(intArg(1, math.MaxInt32, "a positive number of tokens or \"off\""))},
+	{CmdMax, "N|off", "maximum new tokens per answer (off or 0 = no limit)", orOffOrZero(intArg(1, math.MaxInt32, "a number of tokens (0 or \"off\": no limit)"))},
 	{CmdThink, "on|off", "let a reasoning model think before it answers, or ask it not to", parseOnOff},
 	{CmdSystem, "TEXT", "set the system prompt (empty clears it); restarts the cache", textArg(false, "")},
 	{CmdSummarize, "[INSTRUCTION]", "summarize the held message, or the last paste or /read file, in pieces that fit the live window (Esc stops and keeps the pieces done)", textArg(false, "")},
@@ -158,6 +158,19 @@ func orOff(parse func(*Command, string) error) func(*Command, string) error {
 		}
 		return parse(c, arg)
 	}
+}
+
+// orOffOrZero is orOff that also takes 0 as "off", as the command-line
+// flag of the same setting does (--max-tokens 0, --top-p 0), and as /kv 0
+// is /kv off.
+func orOffOrZero(parse func(*Command, string) error) func(*Command, string) error {
+	return orOff(func(c *Command, arg string) error {
+		if x, ok := parseFloat(arg); ok && x == 0 {
+			c.Off = true
+			return nil
+		}
+		return parse(c, arg)
+	})
 }
 
 func intArg(lo, hi int64, want string) func(*Command, string) error {

@@ -262,8 +262,8 @@
 //
 // # Commands
 //
-// /kv N|off|bits 32|16|8 (/kv 0 is /kv off, as --max-kv-size 0 is), /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off,
-// /seed N, /max N|off, /think on|off (refused when the model's template
+// /kv N|off|bits 32|16|8 (/kv 0 is /kv off, as --max-kv-size 0 is), /chunk N, /temp X, /topp X|off, /topk N|off, /minp X|off (0 is off for each, and /topp 1, as for their flags),
+// /seed N, /max N|off (/max 0 is off, as --max-tokens 0 is), /think on|off (refused when the model's template
 // has no enable_thinking switch),
 // /system TEXT, /summarize [INSTRUCTION], /read PATH, /pin [N], /unpin [N],
 // /clear, /stats,
