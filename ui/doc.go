@@ -169,7 +169,9 @@
 // offers the same choices, the /kv only when the engine suggests one.
 // /kv N above the model's context length (max_position_embeddings) is
 // refused with one line naming it: a window wider than the positions the
-// model was trained on cannot help. Enter on the
+// model was trained on cannot help. One typed while the model loads, when
+// its context length is not known yet, is taken, and taken off again with
+// one error line when the loaded model's context is below it. Enter on the
 // empty editor sends it anyway; Esc puts it back into the editor; a
 // command runs with it held (a settings change checks it again and says
 // when it fits); a new message joins it and both are checked again. The

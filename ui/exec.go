@@ -159,6 +159,26 @@ func (m *model) checkCapAgainstContext(capTokens int) error {
 		groupDigits(ctx), ctx)
 }
 
+// dropCapAboveContext takes off a /kv cap that the model's context
+// length, known once it has loaded, turns out to be below: /kv N typed
+// while the model loaded was taken unchecked, and a cap above the context
+// is refused once it is known (checkCapAgainstContext; --max-kv-size is
+// refused by cli). The error says so; the live window is then the whole
+// context, the nearest allowed cap to what was asked.
+func (m *model) dropCapAboveContext() {
+	s := m.set.cur
+	if m.checkCapAgainstContext(s.MaxKV) == nil {
+		return
+	}
+	asked, ctx := s.MaxKV, m.info.ContextLength
+	s.MaxKV = 0
+	if m.changeSettings("/kv", s, "") != nil {
+		return
+	}
+	m.setError(fmt.Errorf("/kv %d, typed while the model loaded, is above its context length of %s tokens (max_position_embeddings): the cap is off instead, so the live window is the whole context (/kv %d or less sets one)",
+		asked, groupDigits(ctx), ctx))
+}
+
 // changeSettings validates s, sends it to the engine and shows okMsg. On a
 // bad value nothing changes and the error names the command.
 func (m *model) changeSettings(cmd string, s engine.Settings, okMsg string) error {

@@ -52,7 +52,9 @@ func TestWhichMessagesAreChecked(t *testing.T) {
 	}{
 		{"short under a cap", 64, 0, 20, false},
 		{"long under a cap", 64, 0, 2000, true},
-		{"long, cap above the context", 4096, 512, 2000, false},
+		// A cap above the context is taken off at Ready
+		// (dropCapAboveContext): the context is the window.
+		{"long, cap above the context", 4096, 512, 2000, true},
 		{"long, no cap, no context known", 0, 0, 2000, false},
 		{"long, no cap, small context", 0, 512, 2000, true},
 		{"long, no cap, large context", 0, 32768, 2000, false},
@@ -488,6 +490,42 @@ func TestPasteLabelCountsAsTheFitCheck(t *testing.T) {
 			f := next(func(ev engine.Event) bool { _, ok := ev.(engine.Fit); return ok && ev.Request() == id }).(engine.Fit)
 			if want := fmt.Sprintf("[pasted: %s tokens, ", groupDigits(f.MessageTokens)); !strings.HasPrefix(label, want) {
 				t.Errorf("label %q, the fit check counts %d tokens", label, f.MessageTokens)
+			}
+		})
+	}
+}
+
+// TestKVAboveContextTypedWhileLoading: /kv N typed while the model loads
+// is taken (the context length is not known yet), and once the model is
+// ready with a context below N the cap is taken off with one error line,
+// instead of staying in force as a cap that /kv N refuses from then on.
+func TestKVAboveContextTypedWhileLoading(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		context int
+		wantKV  int
+		want    string // the notice's start; "" = no error
+	}{
+		{"/kv 9999", 4096, 0, "✗ /kv 9999, typed while the model loaded, is above its context length of 4,096 tokens (max_position_embeddings): the cap is off instead, so the live window is the whole context (/kv 4096 or less sets one)"},
+		{"/kv 4096", 4096, 4096, ""},
+		{"/kv 9999", 0, 9999, ""},
+	} {
+		t.Run(tc.line+" of "+strconv.Itoa(tc.context), func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 400, Height: 30})
+			events(m, engine.ModelLoading{Stage: "mapping weights"})
+			command(m, tc.line)
+			events(m, engine.Ready{Info: engine.ModelInfo{Name: "tiny-model", ModelType: "gemma3n", ContextLength: tc.context}})
+			us, _ := lastOf[engine.UpdateSettings](t, fe)
+			if m.set.cur.MaxKV != tc.wantKV || us.Settings.MaxKV != tc.wantKV {
+				t.Errorf("cap %d, the engine's %d; want %d", m.set.cur.MaxKV, us.Settings.MaxKV, tc.wantKV)
+			}
+			n := noticeOf(screen(m))
+			if tc.want == "" && strings.HasPrefix(n, "✗") || tc.want != "" && n != tc.want {
+				t.Errorf("notice %q, want %q", n, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(screen(m), "0/4096 live") {
+				t.Errorf("the meter does not show the context as the cap:\n%s", screen(m))
 			}
 		})
 	}

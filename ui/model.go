@@ -372,6 +372,7 @@ func (m *model) handleEvent(ev engine.Event) tea.Cmd {
 			m.phase = phaseIdle
 		}
 		m.info = e.Info
+		m.dropCapAboveContext()
 		m.st.meter.Max = m.liveCap(m.set.cur)
 		m.tr.addNotes(e.Info.Notes)
 		m.tr.label = m.shortModel()
