@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/progress"
@@ -316,6 +317,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if m.st.notice.text == quitHint {
 				m.st.clearNotice()
 			}
+			m.st.notice.hint = strings.Replace(m.st.notice.hint, " · "+quitHint, "", 1)
 		}
 	case draftSaveMsg:
 		m.saveQueued = false
@@ -475,6 +477,16 @@ func (m *model) handleError(e engine.Error) tea.Cmd {
 }
 
 const quitHint = "press Ctrl+C again to quit"
+
+// keepQuitHint puts the quit hint back after a notice that replaced it
+// while a first Ctrl+C is armed: that press also stops the answer, whose
+// end comes at once and has its own notice ("stopped; the partial answer
+// is kept"), which hid that a second press quits.
+func (m *model) keepQuitHint() {
+	if m.quitArm.armed && m.phase != phaseQuit && !strings.Contains(m.st.notice.text+m.st.notice.hint, quitHint) {
+		m.st.notice.hint += " · " + quitHint
+	}
+}
 
 // noteInterrupted marks an answer saved while it was still streaming (the
 // chat quit, got a signal, or was killed before the answer ended).

@@ -715,6 +715,54 @@ func TestCtrlCTwiceQuits(t *testing.T) {
 	}
 }
 
+// TestCtrlCHintSurvivesTheStop: the first Ctrl+C during an answer stops
+// it, and the stop's notice, which comes at once, keeps saying that a
+// second press quits: QA saw "stopped; the partial answer is kept" alone
+// 0.3 s after the first press, the hint gone. The hint goes with the
+// arm's window; a stop by Esc has no hint.
+func TestCtrlCHintSurvivesTheStop(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stop     func(m *model)
+		end      func(m *model, id engine.RequestID)
+		want     string
+		wantHint bool
+	}{
+		{"Ctrl+C, the answer stopped", func(m *model) { press(m, tea.KeyCtrlC) }, func(m *model, id engine.RequestID) {
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Text: "partial"})
+		}, "stopped; the partial answer is kept", true},
+		{"Ctrl+C, nothing streamed yet", func(m *model) { press(m, tea.KeyCtrlC) }, func(m *model, id engine.RequestID) {
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled})
+		}, "stopped before the answer began; your message is back in the editor", true},
+		{"Esc", func(m *model) { press(m, tea.KeyEsc) }, func(m *model, id engine.RequestID) {
+			events(m, engine.Done{Header: hdr(id, 0), Reason: engine.DoneCancelled, Text: "partial"})
+		}, "stopped; the partial answer is kept", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 200, Height: 30})
+			ready(m)
+			_, id := send(t, m, fe, "q")
+			tc.stop(m)
+			tc.end(m, id)
+			n := noticeOf(screen(m))
+			if !strings.Contains(n, tc.want) || strings.Contains(n, quitHint) != tc.wantHint {
+				t.Fatalf("notice %q: want %q, with the quit hint: %v", n, tc.want, tc.wantHint)
+			}
+			if tc.wantHint {
+				update(m, quitDisarm{seq: m.quitArm.seq})
+				if n := noticeOf(screen(m)); !strings.Contains(n, tc.want) || strings.Contains(n, quitHint) {
+					t.Errorf("after the window: notice %q, want %q without the quit hint", n, tc.want)
+				}
+				press(m, tea.KeyCtrlC)
+				if m.phase == phaseQuit {
+					t.Fatal("a Ctrl+C after the window quit")
+				}
+			}
+		})
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	m, _ := newTestModel(t)
 	ready(m)

@@ -133,6 +133,7 @@ const queueBackHint = " · your queued message is back in the editor, not sent (
 // unless something was sent after the Esc. A chat that is quitting keeps
 // the queue: it is saved with the draft.
 func (m *model) requestEnded(byItself bool, end func()) tea.Cmd {
+	defer m.keepQuitHint()
 	queued := len(m.queued) > 0
 	back := queued && !byItself && !m.queuedAfterStop() && m.phase != phaseQuit
 	if back {
