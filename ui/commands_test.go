@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -297,4 +298,63 @@ func TestNextAnswerSaidOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCommandWithPaste: a command line holding a collapsed paste is a
+// command, never a message: /system takes the pasted text as the system
+// prompt; any other command refuses it with one line and keeps the line,
+// paste and all, in the editor. QA: "/system [pasted: 9,867 tokens]" was
+// sent to the model as a user message (through the fit check).
+func TestCommandWithPaste(t *testing.T) {
+	doc := strings.Repeat("You answer in French, politely.\n", 40)
+	tests := []struct {
+		line    string // typed before the paste
+		busy    bool   // an answer streams
+		wantErr string // "" = /system set to the paste
+	}{
+		{"/system ", false, ""},
+		{"/system ", true, ""},
+		{"/kv ", false, `✗ /kv: expected a number of tokens (0 or "off": no cap) or "bits 32|16|8", got "[pasted: `},
+		{"/theme ", false, "✗ /theme: takes no pasted text (only /system and /summarize do); the line stays in the editor"},
+		{"/theme ", true, "✗ /theme: takes no pasted text"},
+		{"/frob ", false, "✗ /frob: unknown command (try /help); the line and its paste stay in the editor"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s busy=%v", tc.line, tc.busy), func(t *testing.T) {
+			m, fe := newTestModel(t)
+			update(m, tea.WindowSizeMsg{Width: 400, Height: 30})
+			ready(m)
+			if tc.busy {
+				_, id := send(t, m, fe, "first")
+				events(m, engine.Token{Header: hdr(id, 0), Text: "stream", Tokens: 1})
+			}
+			typeText(m, tc.line)
+			paste(m, doc)
+			before := m.ed.value()
+			press(m, tea.KeyEnter)
+			if n := countOf[engine.Generate](fe) + countOf[engine.FitCheck](fe); n != btoi(tc.busy) || len(m.queued) != 0 {
+				t.Fatalf("the command line went as a message: %v, queued %v", fe.requests(), m.queued)
+			}
+			if tc.wantErr == "" {
+				us, _ := lastOf[engine.UpdateSettings](t, fe)
+				if us.Settings.System != strings.TrimSpace(doc) || m.ed.value() != "" {
+					t.Fatalf("system %q, editor %q", us.Settings.System, m.ed.value())
+				}
+				return
+			}
+			if n := noticeOf(screen(m)); !strings.HasPrefix(n, tc.wantErr) || strings.Contains(n, "politely") {
+				t.Errorf("notice %q, want it to start %q and not quote the paste", n, tc.wantErr)
+			}
+			if m.ed.value() != before || m.ed.full() != tc.line+doc {
+				t.Errorf("editor %q, want the line kept with its paste", m.ed.value())
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -276,7 +276,11 @@
 // that what is typed next is not glued onto it; a failed one (/load and
 // /read when their read fails, too) is the last history entry, and its
 // error ends with "(↑ brings the command back)". A "/summarize ..." line
-// holding pastes, sent while an answer runs, is queued like a message. Settings commands are checked with
+// holding pastes, sent while an answer runs, is queued like a message.
+// "/system" followed by a paste takes the pasted text as the system
+// prompt; any other command line holding a paste is refused with one line
+// and stays in the editor, paste and all (it is never sent as a message;
+// "//" at the start sends a line that starts with "/"). Settings commands are checked with
 // engine.Settings.Validate and sent as UpdateSettings; if the engine refuses
 // one, the previous value comes back. A change made while an answer runs
 // takes effect from the next one, and its notice says so once.

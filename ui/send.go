@@ -62,7 +62,7 @@ func (m *model) submit() tea.Cmd {
 		}
 		return nil
 	}
-	if !IsCommand(text) || len(m.ed.present()) > 0 {
+	if !IsCommand(text) || len(m.ed.present()) > 0 && isSummarizeLine(text) {
 		switch {
 		case m.phase == phaseLoading || m.phase.busy():
 			// Sent when the answer ends; the editor is free for what comes
@@ -89,6 +89,9 @@ func (m *model) submitNow() tea.Cmd {
 			m.setError(err)
 		}
 		return nil
+	}
+	if IsCommand(text) && len(present) > 0 {
+		return m.commandWithPastes(text, present)
 	}
 	if IsCommand(text) && len(present) == 0 {
 		// A command leaves the editor, failed or not, so that what is typed
@@ -133,6 +136,34 @@ func (m *model) submitNow() tea.Cmd {
 	}
 	m.send()
 	return nil
+}
+
+// commandWithPastes runs a command line that holds collapsed pastes (a
+// /summarize line aside): /system takes the line with its pastes
+// expanded, a long system prompt pasted after it; no other command takes
+// pasted text, so the line stays in the editor, pastes and all, with one
+// error line. It used to be sent to the model as a message.
+func (m *model) commandWithPastes(text string, present []pasteBlock) tea.Cmd {
+	c, err := ParseCommand(text) // with the labels: an error quotes them, not the pasted text
+	if err == nil && c.Name == CmdSystem {
+		c, err = ParseCommand(m.ed.full())
+	}
+	switch {
+	case err != nil:
+		m.setError(fmt.Errorf("%w; the line and its paste stay in the editor", err))
+		return nil
+	case c.Name != CmdSystem:
+		m.setError(fmt.Errorf("/%s: takes no pasted text (only /system and /summarize do); the line stays in the editor (start it with // to send it as a message)", c.Name))
+		return nil
+	}
+	m.pushHistory(historyEntry{Text: strings.TrimSpace(text), Pastes: present})
+	m.ed.clear()
+	m.afterEdit()
+	cmd, err := m.runCommand(c)
+	if err != nil {
+		m.commandFailed(err)
+	}
+	return cmd
 }
 
 // commandFailed shows the error of a command that failed: the command
