@@ -136,18 +136,41 @@ func DefaultStateDir() string {
 // file is not an error (the default path need not exist); with explicit true
 // (the user named it with --config) it is.
 func LoadConfig(path string, explicit bool) (Config, error) {
-	var c Config
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if errors.Is(err, os.ErrNotExist) && !explicit {
-		return c, nil
+		return Config{}, nil
 	}
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return c, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, err
 	}
+	return parseConfig(path, data)
+}
+
+// maxConfigBytes bounds the config file: a few hundred bytes of settings
+// and a system prompt fit many times over.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads the config file as /load reads a conversation
+// (readRegularFile): a FIFO, a device such as /dev/zero, a directory or
+// a file over maxConfigBytes is one error line at once, never a hang or
+// memory run out. The error names the file.
+func readConfigFile(path string) ([]byte, error) {
+	data, err := readRegularFile(path, maxConfigBytes)
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("config %s: %w", path, pe.Err)
+	}
+	return nil, fmt.Errorf("config file %w", err) // "config file X is a directory, ..."
+}
+
+// parseConfig decodes a config file's bytes (path names it in errors) and
+// checks every value: unknown keys, a wrong JSON type or a bad value are
+// one error line naming the file and the key.
+func parseConfig(path string, data []byte) (Config, error) {
+	var c Config
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil // an empty file sets nothing
 	}
@@ -239,11 +262,11 @@ func configKeys() []string {
 // JSON object is left alone and reported.
 func SaveTheme(path, theme string) error {
 	fields := map[string]json.RawMessage{}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("reading config: %w", err)
+		return err
 	default:
 		if len(bytes.TrimSpace(data)) > 0 {
 			if err := json.Unmarshal(data, &fields); err != nil {

@@ -320,7 +320,8 @@
 //
 // /load reads its file off the UI goroutine and takes only a regular file
 // of at most 256 MiB (a FIFO, /dev/zero or a directory gets a one-line
-// error at once). A loaded conversation is repaired so that the chat can go
+// error at once); the config file (at most 1 MiB) and the input history
+// are read the same way. A loaded conversation is repaired so that the chat can go
 // on, and the notice says how: consecutive messages of one role are merged,
 // an answer with no question before it is shown but not sent, and an
 // unanswered last message goes back into the editor.

@@ -457,8 +457,11 @@ type historyEntry struct {
 }
 
 // loadHistory reads the input history; a missing file is an empty history.
+// It is read as /load reads a conversation (readRegularFile, with the
+// same bound: entries keep their pastes), so a FIFO or a device there is
+// an error, not a hang or memory run out.
 func loadHistory(path string) ([]historyEntry, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegularFile(path, maxConversationBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -351,3 +351,64 @@ func TestSaveTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileStateFiles: the config file and the input history are read
+// as /load reads a conversation: only a regular file of bounded size, and
+// without blocking. QA: "mlxchat run --config /dev/zero" died "fatal
+// error: out of memory", "--config FIFO" hung (SIGTERM could not end it),
+// and a history.json that was a FIFO or a link to /dev/zero hung or
+// crashed the chat at start. Each is now one error line naming the file.
+func TestHostileStateFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte("{"+strings.Repeat(" ", 2<<20)+"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path           string
+		wantConfig, wantHist string
+	}{
+		{"FIFO", fifo, "config file " + fifo + " is a named pipe (FIFO), expected a regular file",
+			"loading input history: " + fifo + " is a named pipe (FIFO), expected a regular file"},
+		{"/dev/zero", zero, "config file " + zero + " is a character device, expected a regular file",
+			"loading input history: " + zero + " is a character device, expected a regular file"},
+		{"directory", dir, "config file " + dir + " is a directory, expected a regular file",
+			"loading input history: " + dir + " is a directory, expected a regular file"},
+		{"over 1 MiB of config", huge, "config file " + huge + " is 2.0 MiB, expected at most 1.0 MiB", ""},
+	}
+	within := func(t *testing.T, what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s hangs", what)
+			return nil
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := within(t, "LoadConfig", func() error { _, err := LoadConfig(tc.path, false); return err })
+			if err == nil || err.Error() != tc.wantConfig {
+				t.Errorf("LoadConfig: %v, want %q", err, tc.wantConfig)
+			}
+			if tc.wantHist == "" {
+				return
+			}
+			err = within(t, "loadHistory", func() error { _, err := loadHistory(tc.path); return err })
+			if err == nil || err.Error() != tc.wantHist {
+				t.Errorf("loadHistory: %v, want %q", err, tc.wantHist)
+			}
+		})
+	}
+}
