@@ -49,8 +49,11 @@
 // during decode and /loads a device and a FIFO; every case wants no hang,
 // no panic, and nothing typed or streamed lost. Without tmux (or user
 // namespaces, for the mounts) these skip, except under CI=true, where they
-// fail; scripts/test.sh installs tmux. -short skips them. Fuzz targets:
-// FuzzParseConversation and FuzzParseCommand, seeds in testdata/fuzz.
+// fail; scripts/test.sh installs tmux. -short skips them. Fuzz targets,
+// one for each parser of input from outside, seeds in testdata/fuzz:
+// FuzzParseConversation (conversation files), FuzzParseCommand (slash
+// commands), FuzzPasteFilter (terminal input: bracketed pastes cut out
+// whole whatever the reads) and FuzzParseConfig (the config file).
 //
 // # Contract with main
 //

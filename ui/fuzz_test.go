@@ -130,3 +130,80 @@ func FuzzParseCommand(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPasteFilter feeds arbitrary terminal input to the paste filter in
+// reads of arbitrary sizes. It must never panic; whatever the reads, each
+// bracketed paste is cut out whole as the exact text between its markers
+// (bytes that are not UTF-8 written \xNN, as everywhere), and the rest
+// reaches bubbletea in order, stand-ins in the pastes' places, as
+// pasteReference has it. Input holding an X10 mouse report ("\x1b[M" and
+// three raw bytes) is left out: where a read ends decides whether those
+// bytes pass raw. Seeds: testdata/fuzz/FuzzPasteFilter.
+func FuzzPasteFilter(f *testing.F) {
+	f.Add([]byte("ab\x1b[200~pasted\ntext\x1b[201~cd"), uint8(0x31))
+	f.Add([]byte("\x1b[200~a\x1b[200~b\x1b[201~\xff\x1b[20"), uint8(0x00))
+	f.Fuzz(func(t *testing.T, in []byte, split uint8) {
+		if len(in) > 1<<16 || strings.Contains(string(in), "\x1b[M") {
+			return
+		}
+		wantPieces, wantTexts := pasteReference(in)
+		for _, sizes := range [][]int{{len(in) + 1}, {int(split%16) + 1, int(split/16) + 1}} {
+			p := newPasteInput()
+			pieces, texts := standIns(t, p, filterAll(p, string(in), sizes...))
+			if strings.Join(pieces, "|") != strings.Join(wantPieces, "|") || strings.Join(texts, "|") != strings.Join(wantTexts, "|") {
+				t.Fatalf("reads of %v: stream %q pastes %q, want %q and %q", sizes, pieces, texts, wantPieces, wantTexts)
+			}
+		}
+	})
+}
+
+// pasteReference is what the paste filter should make of in, read whole:
+// the pieces of the stream ("" for each paste's stand-in, typed input
+// with bytes that are not UTF-8 written \xNN) and the paste texts (the
+// bytes from each start marker to the next end marker, or to the end).
+func pasteReference(in []byte) (pieces, texts []string) {
+	rest := string(in)
+	for rest != "" {
+		i := strings.Index(rest, pasteStart)
+		if i < 0 {
+			i = len(rest)
+		}
+		if i > 0 {
+			pieces = append(pieces, string(appendValidUTF8(nil, []byte(rest[:i]), true)))
+		}
+		if i == len(rest) {
+			break
+		}
+		rest = rest[i+len(pasteStart):]
+		j := strings.Index(rest, pasteEnd)
+		if j < 0 {
+			j = len(rest)
+		}
+		texts = append(texts, string(appendValidUTF8(nil, []byte(rest[:j]), false)))
+		pieces = append(pieces, "")
+		rest = rest[min(len(rest), j+len(pasteEnd)):]
+	}
+	return pieces, texts
+}
+
+// FuzzParseConfig feeds arbitrary bytes to the config file parser. It
+// must never panic; an error is one line naming the file; a file that
+// parses gives generation settings the engine accepts, so that a flag
+// left unset never carries a bad value from the file into a run.
+// Seeds: testdata/fuzz/FuzzParseConfig.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"theme":"light","max_kv_size":4096,"kv_bits":8,"temp":0.7,"stop":["</answer>"],"system":"Be brief."}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseConfig("fuzz.json", data)
+		if err != nil {
+			if msg := err.Error(); !strings.HasPrefix(msg, "config fuzz.json: ") || strings.Contains(msg, "\n") {
+				t.Fatalf("error is not one line naming the file: %q", msg)
+			}
+			return
+		}
+		if err := c.Settings(engine.DefaultSettings()).Validate(); err != nil {
+			t.Fatalf("the file parsed, but the engine refuses its settings: %v", err)
+		}
+		_ = c.withDefaults()
+	})
+}

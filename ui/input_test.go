@@ -28,6 +28,34 @@ func filterAll(p *pasteInput, input string, sizes ...int) string {
 	return string(append(out, f.flush()...))
 }
 
+// standIns splits the stream the filter gave bubbletea into its pieces,
+// "" for each stand-in, and the paste texts take swaps them for.
+func standIns(t *testing.T, p *pasteInput, got string) (pieces, texts []string) {
+	t.Helper()
+	rest := got
+	for {
+		i := strings.Index(rest, pasteStart)
+		if i < 0 {
+			if rest != "" {
+				pieces = append(pieces, rest)
+			}
+			return pieces, texts
+		}
+		if i > 0 {
+			pieces = append(pieces, rest[:i])
+		}
+		j := strings.Index(rest, pasteEnd)
+		id := rest[i+len(pasteStart) : j]
+		pt, ok := p.take(id)
+		if !ok {
+			t.Fatalf("stand-in %q unknown in %q", id, got)
+		}
+		texts = append(texts, pt.text)
+		pieces = append(pieces, "")
+		rest = rest[j+len(pasteEnd):]
+	}
+}
+
 // TestPasteFilter: every way of splitting the input into reads gives the
 // same stream, with each paste replaced by a stand-in that take swaps for
 // the exact text (invalid UTF-8 bytes written \xNN), keys before and after
@@ -51,31 +79,7 @@ func TestPasteFilter(t *testing.T) {
 	for _, tc := range tests {
 		for _, sizes := range [][]int{{1 << 20}, {1}, {2}, {3}, {5}, {7, 1}, {4, 9, 2}} {
 			p := newPasteInput()
-			got := filterAll(p, tc.in, sizes...)
-			var texts []string
-			rest := got
-			var pieces []string
-			for {
-				i := strings.Index(rest, pasteStart)
-				if i < 0 {
-					if rest != "" {
-						pieces = append(pieces, rest)
-					}
-					break
-				}
-				if i > 0 {
-					pieces = append(pieces, rest[:i])
-				}
-				j := strings.Index(rest, pasteEnd)
-				id := rest[i+len(pasteStart) : j]
-				pt, ok := p.take(id)
-				if !ok {
-					t.Fatalf("%s %v: stand-in %q unknown", tc.name, sizes, id)
-				}
-				texts = append(texts, pt.text)
-				pieces = append(pieces, "")
-				rest = rest[j+len(pasteEnd):]
-			}
+			pieces, texts := standIns(t, p, filterAll(p, tc.in, sizes...))
 			if strings.Join(pieces, "|") != strings.Join(tc.wantOut, "|") || strings.Join(texts, "|") != strings.Join(tc.wantPastes, "|") {
 				t.Errorf("%s, reads of %v: stream %q pastes %q, want %q and %q", tc.name, sizes, pieces, texts, tc.wantOut, tc.wantPastes)
 			}
