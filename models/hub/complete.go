@@ -208,17 +208,24 @@ func indexShards(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), unwrapPathError(err))
 	}
+	return parseIndex(filepath.Base(path), b)
+}
+
+// parseIndex reads the shard files of a model.safetensors.index.json's
+// bytes (name names it in errors): each a plain file name of the model
+// directory, sorted, without repeats.
+func parseIndex(name string, b []byte) ([]string, error) {
 	var idx struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Base(path), err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range idx.WeightMap {
-		if f == "" || filepath.Base(f) != f || f == ".." {
-			return nil, fmt.Errorf("%s: weight_map names %q, not a file of the model directory", filepath.Base(path), f)
+		if f == "" || filepath.Base(f) != f || f == "." || f == ".." {
+			return nil, fmt.Errorf("%s: weight_map names %q, not a file of the model directory", name, f)
 		}
 		if !seen[f] {
 			seen[f] = true
@@ -226,7 +233,7 @@ func indexShards(path string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: weight_map is empty", filepath.Base(path))
+		return nil, fmt.Errorf("%s: weight_map is empty", name)
 	}
 	sort.Strings(out)
 	return out, nil

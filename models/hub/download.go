@@ -123,39 +123,61 @@ func (o Options) listFiles(ctx context.Context, repo, rev string) (commit string
 	if resp.StatusCode != http.StatusOK {
 		return "", nil, readError(resp)
 	}
+	commit, files, err = parseRevision(u, resp.Body)
+	if err == nil && len(files) == 0 {
+		// Some mirrors leave siblings out; the tree endpoint lists files.
+		files, err = o.listTree(ctx, repo, commit)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return commit, files, nil
+}
+
+// maxListingBytes bounds a listing the hub answers with.
+const maxListingBytes = 32 << 20
+
+// parseRevision reads the hub's answer about a revision (u names it in
+// errors): its commit and its files, each with its size when given (-1
+// otherwise). What the files are called is the hub's to say: callers
+// fetch only the names WantFile takes.
+func parseRevision(u string, body io.Reader) (commit string, files []remoteFile, err error) {
 	var info struct {
 		SHA      string `json:"sha"`
 		Siblings []struct {
-			Name string `json:"rfilename"`
-			Size *int64 `json:"size"`
-			LFS  *struct {
-				Size *int64 `json:"size"`
-			} `json:"lfs"`
+			Name string      `json:"rfilename"`
+			Size *int64      `json:"size"`
+			LFS  *listedSize `json:"lfs"`
 		} `json:"siblings"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&info); err != nil {
+	if err := json.NewDecoder(io.LimitReader(body, maxListingBytes)).Decode(&info); err != nil {
 		return "", nil, fmt.Errorf("%s: bad JSON: %v", u, err)
 	}
 	if !commitRe.MatchString(info.SHA) {
 		return "", nil, fmt.Errorf("%s: no commit sha in the answer", u)
 	}
 	for _, s := range info.Siblings {
-		f := remoteFile{name: s.Name, size: -1}
-		switch {
-		case s.LFS != nil && s.LFS.Size != nil && *s.LFS.Size >= 0:
-			f.size = *s.LFS.Size
-		case s.Size != nil && *s.Size >= 0:
-			f.size = *s.Size
-		}
-		files = append(files, f)
-	}
-	if len(files) == 0 {
-		// Some mirrors leave siblings out; the tree endpoint lists files.
-		if files, err = o.listTree(ctx, repo, info.SHA); err != nil {
-			return "", nil, err
-		}
+		files = append(files, listedFile(s.Name, s.Size, s.LFS))
 	}
 	return info.SHA, files, nil
+}
+
+// listedSize is the "lfs" object of a listed file.
+type listedSize struct {
+	Size *int64 `json:"size"`
+}
+
+// listedFile is a listed file with its size: the LFS size, else the
+// size, else -1 (unknown); a negative size is unknown too.
+func listedFile(name string, size *int64, lfs *listedSize) remoteFile {
+	f := remoteFile{name: name, size: -1}
+	switch {
+	case lfs != nil && lfs.Size != nil && *lfs.Size >= 0:
+		f.size = *lfs.Size
+	case size != nil && *size >= 0:
+		f.size = *size
+	}
+	return f
 }
 
 func (o Options) listTree(ctx context.Context, repo, commit string) ([]remoteFile, error) {
@@ -172,30 +194,26 @@ func (o Options) listTree(ctx context.Context, repo, commit string) ([]remoteFil
 	if resp.StatusCode != http.StatusOK {
 		return nil, readError(resp)
 	}
+	return parseTree(u, resp.Body)
+}
+
+// parseTree reads the hub's tree listing (u names it in errors): its
+// files, with their sizes as parseRevision gives them.
+func parseTree(u string, body io.Reader) ([]remoteFile, error) {
 	var entries []struct {
-		Type string `json:"type"`
-		Path string `json:"path"`
-		Size *int64 `json:"size"`
-		LFS  *struct {
-			Size *int64 `json:"size"`
-		} `json:"lfs"`
+		Type string      `json:"type"`
+		Path string      `json:"path"`
+		Size *int64      `json:"size"`
+		LFS  *listedSize `json:"lfs"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(&entries); err != nil {
+	if err := json.NewDecoder(io.LimitReader(body, maxListingBytes)).Decode(&entries); err != nil {
 		return nil, fmt.Errorf("%s: bad JSON: %v", u, err)
 	}
 	var files []remoteFile
 	for _, e := range entries {
-		if e.Type != "file" {
-			continue
+		if e.Type == "file" {
+			files = append(files, listedFile(e.Path, e.Size, e.LFS))
 		}
-		f := remoteFile{name: e.Path, size: -1}
-		switch {
-		case e.LFS != nil && e.LFS.Size != nil && *e.LFS.Size >= 0:
-			f.size = *e.LFS.Size
-		case e.Size != nil && *e.Size >= 0:
-			f.size = *e.Size
-		}
-		files = append(files, f)
 	}
 	return files, nil
 }
