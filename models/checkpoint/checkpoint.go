@@ -202,7 +202,7 @@ func (c *Checkpoint) openWeights(openFile func(path string) (*SafetensorsFile, e
 		seen := map[string]bool{}
 		for _, name := range wm.Keys() {
 			file, ok := wm.Raw[name].(string)
-			if !ok || file == "" || strings.ContainsAny(file, `/\`) || file == ".." {
+			if !ok || file == "" || strings.ContainsAny(file, `/\`) || file == "." || file == ".." {
 				return fmt.Errorf("%s: weight_map[%q]: want a file name in the model directory, got %s", index, name, describeJSON(wm.Raw[name]))
 			}
 			want[name] = file

@@ -277,6 +277,10 @@ func TestOpenErrors(t *testing.T) {
 		}), `tensor "` + vlm + `norm.weight" is in model-0000`},
 		{"index path escape", editIndex(func(m map[string]string) { m[vlm+"norm.weight"] = "../x.safetensors" }),
 			"want a file name in the model directory"},
+		// "." is the model directory itself: it was taken, and the load
+		// then said only "{dir}: not a regular file" (QA, FuzzParseIndex).
+		{"index names the directory", editIndex(func(m map[string]string) { m[vlm+"norm.weight"] = "." }),
+			`{dir}/model.safetensors.index.json: weight_map["` + vlm + `norm.weight"]: want a file name in the model directory, got string "."`},
 		{"duplicate across shards", func(t *testing.T, dir string) {
 			specs := []synth.TensorSpec{{Name: "a", DType: tensor.F32, Shape: []int{2}}}
 			if err := synth.WriteSafetensors(filepath.Join(dir, "x1.safetensors"), specs, nil, 1); err != nil {
