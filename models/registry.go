@@ -59,6 +59,9 @@ func KnownModelTypes() []string {
 // supported types. hub.Options.CheckConfig calls it before downloading
 // any weights.
 func CheckConfig(path string) error {
+	if err := checkFile(path, maxSideFileBytes); err != nil {
+		return err
+	}
 	cfg, err := checkpoint.LoadConfig(path)
 	if err != nil {
 		return err
@@ -74,7 +77,9 @@ func CheckConfig(path string) error {
 }
 
 // Load opens the MLX model directory dir and builds the architecture its
-// config.json model_type names, on backend. The model keeps the checkpoint
+// config.json model_type names, on backend. Every file it reads must be a
+// regular file (checkFiles: a named pipe or /dev/zero there is an error,
+// not a hang or memory run out). The model keeps the checkpoint
 // mapped; close it through io.Closer when done. The tokenizer and chat
 // template are LoadText's.
 func Load(dir string, backend tensor.Backend) (Model, error) {
@@ -89,6 +94,9 @@ func Load(dir string, backend tensor.Backend) (Model, error) {
 func build(dir string, backend tensor.Backend, open func(dir string) (*checkpoint.Checkpoint, error)) (Model, error) {
 	if backend == nil {
 		return nil, fmt.Errorf("loading %s: no backend", dir)
+	}
+	if err := checkFiles(dir); err != nil {
+		return nil, err
 	}
 	cfg, err := checkpoint.LoadConfig(filepath.Join(dir, checkpoint.ConfigFile))
 	if err != nil {

@@ -27,11 +27,15 @@ type Text struct {
 // directory dir for the model info describes (Model.Config): tokenizer.json
 // must parse and hold no more ids than the model has rows (vocab_size),
 // the template must compile and render a test conversation (chat.Load),
-// and the model must have an end-of-sequence token. Each error is one line
+// and the model must have an end-of-sequence token. Each file read must be
+// a regular file of a bounded size (checkFiles). Each error is one line
 // naming the file.
 func LoadText(dir string, info Info) (*Text, error) {
 	tokPath := filepath.Join(dir, checkpoint.TokenizerFile)
 	cfgPath := filepath.Join(dir, checkpoint.TokenizerConfigFile)
+	if err := checkFiles(dir); err != nil {
+		return nil, err
+	}
 	tk, err := tokenizer.LoadDir(dir)
 	if err != nil {
 		return nil, namingFile(err, dir, "loading tokenizer "+tokPath)
