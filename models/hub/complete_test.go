@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const testRepoDir = "models--mlx-community--gemma-3n-E2B-it-4bit"
@@ -338,5 +340,52 @@ func TestRemoveRefusesDuringDownload(t *testing.T) {
 	list, err := List(opt)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("List after Remove: %+v %v", list, err)
+	}
+}
+
+// TestCheckModelDirHostileFiles: a model directory whose config.json,
+// weights or shard index is a named pipe (or a link to /dev/zero) is
+// refused at once with one line saying which file; reading the index
+// blocked Locate forever (QA), and a named pipe in place of config.json
+// or model.safetensors was reported as "no config.json" or "no safetensors
+// weights".
+func TestCheckModelDirHostileFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"config.json", "config.json is not a regular file"},
+		{"model.safetensors", "model.safetensors is not a regular file"},
+		{"model.safetensors.index.json", "model.safetensors.index.json: not a regular file"},
+	} {
+		for _, zero := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s zero=%v", tc.file, zero), func(t *testing.T) {
+				dir := t.TempDir()
+				os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{}`), 0o644)
+				if tc.file == "model.safetensors.index.json" {
+					os.WriteFile(filepath.Join(dir, "model-00001-of-00001.safetensors"), []byte("x"), 0o644)
+				}
+				p := filepath.Join(dir, tc.file)
+				os.Remove(p)
+				var err error
+				if zero {
+					err = os.Symlink("/dev/zero", p)
+				} else {
+					err = syscall.Mkfifo(p, 0o600)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- checkModelDir(dir) }()
+				select {
+				case err := <-done:
+					if want := "model directory " + dir + ": " + tc.want; err == nil || err.Error() != want {
+						t.Fatalf("checkModelDir: %v, want %q", err, want)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("checkModelDir hangs")
+				}
+			})
+		}
 	}
 }
