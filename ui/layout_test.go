@@ -32,7 +32,7 @@ func TestLayoutMarksTheTranscript(t *testing.T) {
 	}})
 	update(m, frameMsg{})
 	s := flat(screen(m))
-	for _, want := range []string{"you · trimmed", "tiny-model · trimmed", "you · cut", "✂ above: 1 of its 2 tokens are outside the live window"} {
+	for _, want := range []string{"you · trimmed", "tiny-model · trimmed", "you · cut", "✂ above: 1 of its 2 tokens is outside the live window"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen(m))
 		}

@@ -634,8 +634,12 @@ func (tr *transcript) renderUser(t *turn, w int) string {
 // cutMark is the line that shows where the live window cuts a message.
 func (tr *transcript) cutMark(t *turn, inPaste bool) string {
 	s := t.span
-	text := fmt.Sprintf("✂ above: %s of its %s tokens are outside the live window; the model sees from here",
-		groupDigits(s.Trimmed), groupDigits(s.Tokens.Len()))
+	verb := "are"
+	if s.Trimmed == 1 {
+		verb = "is" // "1 of its 203 tokens is outside"
+	}
+	text := fmt.Sprintf("✂ above: %s of its %s tokens %s outside the live window; the model sees from here",
+		groupDigits(s.Trimmed), groupDigits(s.Tokens.Len()), verb)
 	if inPaste {
 		text = fmt.Sprintf("✂ the model sees only the last %s of this message's %s tokens; the start is outside the live window",
 			groupDigits(s.Live), groupDigits(s.Tokens.Len()))
