@@ -64,6 +64,10 @@ func Check(name string, data []byte) (string, error) {
 func Read(r io.Reader, name string, limit int64) (string, error) {
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // name says which file; "read PATH: " would say it again
+		}
 		return "", fmt.Errorf("reading %s: %w", name, err)
 	}
 	if int64(len(data)) > limit {

@@ -3,11 +3,13 @@ package textinput
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -65,6 +67,10 @@ func TestRead(t *testing.T) {
 		{"stdin", strings.NewReader(strings.Repeat("a", 17)), 16, "", "stdin is over 16 B, expected at most 16 B of text"},
 		{"stdin", strings.NewReader("a\x00b"), 16, "", "stdin is not a text file (a NUL byte at offset 1), expected UTF-8 text"},
 		{"stdin", &failingReader{n: 3}, 16, "", "reading stdin: device gone"},
+		// A file's read error names its path again: QA's "/read:
+		// reading /proc/self/mem: read /proc/self/mem: input/output error".
+		{"/proc/self/mem", iotest.ErrReader(&fs.PathError{Op: "read", Path: "/proc/self/mem", Err: syscall.EIO}), 16, "",
+			"reading /proc/self/mem: input/output error"},
 	} {
 		got, err := Read(tc.r, tc.name, tc.limit)
 		if tc.err != "" {
