@@ -42,8 +42,8 @@ const queuedNotice = "queued: "
 
 // The editor's hints while a message is queued: while an answer runs,
 // while it stops, while the model loads, and once the chat is idle and the
-// queued message waits for Enter. queuedHint words them for what is
-// queued when that is not one message.
+// queued message waits for Enter. queuedPlaceholder words them otherwise
+// when what is queued is not one message.
 const (
 	queuePlaceholder     = "your message is queued: it is sent when the answer ends · Esc stops the answer and puts it back"
 	queueStopPlaceholder = "your message is queued: it is sent once the answer has stopped"
@@ -71,14 +71,14 @@ func (m *model) queue() {
 	}
 	m.ed.clear()
 	m.afterEdit()
-	m.setNotice(m.queuedNotice(e, joined, n))
+	m.setNotice(m.queueNotice(e, joined, n))
 	m.refreshPlaceholder()
 	m.saveDraft(true)
 }
 
-// queuedNotice is the notice of e just queued: joined to the message
-// queued last, or after before entries already queued.
-func (m *model) queuedNotice(e queuedMessage, joined bool, before int) string {
+// queueNotice is the notice of e just queued: joined to the message
+// queued last, or queued behind the before entries already waiting.
+func (m *model) queueNotice(e queuedMessage, joined bool, before int) string {
 	when, esc := "when the answer ends", " (Esc stops the answer and puts it back in the editor)"
 	switch m.phase {
 	case phaseLoading:

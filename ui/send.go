@@ -142,7 +142,7 @@ func (m *model) submitNow() tea.Cmd {
 // /summarize line aside): /system takes the line with its pastes
 // expanded, a long system prompt pasted after it; no other command takes
 // pasted text, so the line stays in the editor, pastes and all, with one
-// error line. It used to be sent to the model as a message.
+// error line; it is never sent to the model as a message.
 func (m *model) commandWithPastes(text string, present []pasteBlock) tea.Cmd {
 	c, err := ParseCommand(text) // with the labels: an error quotes them, not the pasted text
 	if err == nil && c.Name == CmdSystem {
