@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -144,20 +145,32 @@ func (s *scanner) hex4() (rune, bool) {
 	return rune(v), true
 }
 
+// integer reads a JSON number that must be a whole number. A number
+// with a fraction or an exponent ("1e+300") is read whole and named in
+// the error, instead of the scanner stopping at its "e" and saying it
+// expected ',' or '}'.
 func (s *scanner) integer() (int64, error) {
 	s.ws()
 	start := s.pos
-	if s.pos < len(s.data) && s.data[s.pos] == '-' {
+	for s.pos < len(s.data) && isNumberByte(s.data[s.pos]) {
 		s.pos++
 	}
-	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
-		s.pos++
-	}
-	v, err := strconv.ParseInt(string(s.data[start:s.pos]), 10, 64)
-	if err != nil {
+	text := string(s.data[start:s.pos])
+	v, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case err == nil:
+		return v, nil
+	case text == "":
 		return 0, s.errorf("expected an integer")
+	case errors.Is(err, strconv.ErrRange):
+		return 0, s.errorf("integer %s out of range", text)
 	}
-	return v, nil
+	return 0, s.errorf("expected an integer, got %.40s", text)
+}
+
+// isNumberByte reports whether c can be part of a JSON number.
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // skip moves past one JSON value of any kind and returns its bytes.
@@ -352,7 +365,7 @@ func parseTokenizerJSON(data []byte, f *fileJSON) error {
 	} {
 		if raw, ok := other[key]; ok {
 			if err := json.Unmarshal(raw, dst); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
+				return fmt.Errorf("%s: %w", key, describeJSON(err))
 			}
 		}
 	}
@@ -363,6 +376,38 @@ func parseTokenizerJSON(data []byte, f *fileJSON) error {
 		}
 	}
 	return nil
+}
+
+// describeJSON words a decoding error without Go's type and field names:
+// "id: number 1000000000000000000, want a whole number from 0 to
+// 2147483647" instead of "json: cannot unmarshal number ... into Go
+// struct field addedTokenJSON.id of type int32".
+func describeJSON(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	want := "a " + te.Type.Kind().String()
+	switch k := te.Type.Kind(); {
+	case k == reflect.Int32:
+		want = "a whole number from 0 to 2147483647"
+	case k >= reflect.Int && k <= reflect.Uint64:
+		want = "a whole number"
+	case k == reflect.Float32 || k == reflect.Float64:
+		want = "a number"
+	case k == reflect.Bool:
+		want = "true or false"
+	case k == reflect.String:
+		want = "a string"
+	case k == reflect.Slice || k == reflect.Array:
+		want = "a list"
+	case k == reflect.Struct || k == reflect.Map || k == reflect.Pointer:
+		want = "an object"
+	}
+	if te.Field == "" {
+		return fmt.Errorf("%s, want %s", te.Value, want)
+	}
+	return fmt.Errorf("%s: %s, want %s", te.Field, te.Value, want)
 }
 
 // cutMerge splits an "a b" merge line, which must have exactly one space.

@@ -240,6 +240,16 @@ func TestParseErrors(t *testing.T) {
 		{"huge added id", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":99999999,"content":"<x>","special":true}]}`, "", `id 99999999 of "<x>" is out of range`},
 		{"duplicate vocab id", `{"model":{"type":"BPE","vocab":{"a":0,"b":0},"merges":[]}}`, "", `id 0 is used by both "a" and "b"`},
 		{"negative vocab id", `{"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}}`, "", "vocab id -1 out of range"},
+		// QA: a vocab id 1e+300 said "expected ',' or '}'" at the "e",
+		// and an added id of 1e18 "cannot unmarshal number ... into Go
+		// struct field addedTokenJSON.id of type int32".
+		{"exponent vocab id", `{"model":{"type":"BPE","vocab":{"a":0,"zzz":1e+300},"merges":[]}}`, "", "expected an integer, got 1e+300"},
+		{"fraction vocab id", `{"model":{"type":"BPE","vocab":{"a":0.5},"merges":[]}}`, "", "expected an integer, got 0.5"},
+		{"vocab id beyond int64", `{"model":{"type":"BPE","vocab":{"a":99999999999999999999},"merges":[]}}`, "", "integer 99999999999999999999 out of range"},
+		{"added id beyond int32", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":1000000000000000000,"content":"<y>","special":true}]}`, "",
+			"added_tokens: id: number 1000000000000000000, want a whole number from 0 to 2147483647"},
+		{"added content not a string", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":1,"content":5}]}`, "",
+			"added_tokens: content: number, want a string"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
