@@ -196,6 +196,7 @@ type modelConfig struct {
 	profile   termenv.Profile
 	stateDir  string // "" = nothing written
 	history   []historyEntry
+	noHistory bool // keep the input history in memory only (openHistory)
 	now       func() time.Time
 }
 
@@ -221,7 +222,7 @@ func newModel(c modelConfig) (*model, error) {
 	if c.stateDir != "" {
 		d := prepareStateDir(c.stateDir)
 		m.files.stateDir, m.files.convDir = d.root, d.conversations
-		if d.root != "" {
+		if d.root != "" && !c.noHistory {
 			m.files.histPath = filepath.Join(d.root, "history.json")
 		}
 		if *m.sess.cfg.Autosave && d.conversations != "" {

@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) error {
 		stateDir = DefaultStateDir()
 	}
 	histPath := filepath.Join(stateDir, "history.json")
-	hist, herr := loadHistory(histPath) // a bad history file is not fatal
+	hist, saveHist, herr := openHistory(histPath, time.Now(), os.Rename) // a bad history file is not fatal
 	profile := lipgloss.ColorProfile()
 	if noColor {
 		profile = termenv.Ascii
@@ -129,6 +129,7 @@ func Run(ctx context.Context, opts Options) error {
 		profile:   profile,
 		stateDir:  stateDir,
 		history:   hist,
+		noHistory: !saveHist,
 		now:       time.Now,
 	})
 	if err != nil {

@@ -475,6 +475,24 @@ func loadHistory(path string) ([]historyEntry, error) {
 	return h.Entries, nil
 }
 
+// openHistory loads the input history at path for a session. A history
+// that cannot be read (corrupt JSON, a FIFO, a device, a directory) is
+// moved aside with rename, to path.bad-TIME, so the session's first new
+// entry does not overwrite what the user typed before; the error says
+// where it went. When it cannot be moved, save is false: the session
+// keeps its history in memory only and leaves the file as it is.
+func openHistory(path string, now time.Time, rename func(from, to string) error) (entries []historyEntry, save bool, err error) {
+	entries, err = loadHistory(path)
+	if err == nil {
+		return entries, true, nil
+	}
+	kept := path + ".bad-" + now.Format("20060102-150405")
+	if rerr := rename(path, kept); rerr != nil {
+		return nil, false, fmt.Errorf("%w; this session does not save its input history, so that file is left as it is (moving it aside: %v)", err, rerr)
+	}
+	return nil, true, fmt.Errorf("%w; kept it as %s and started a new history", err, kept)
+}
+
 // saveHistory writes the last limit entries atomically.
 func saveHistory(path string, entries []historyEntry, limit int) error {
 	if limit > 0 && len(entries) > limit {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -410,5 +411,59 @@ func TestHostileStateFiles(t *testing.T) {
 				t.Errorf("loadHistory: %v, want %q", err, tc.wantHist)
 			}
 		})
+	}
+}
+
+// TestCorruptHistoryIsKept: a history.json the chat cannot read is moved
+// aside before the session writes its first entry (QA: a corrupt history
+// was reported, then replaced by the first new entry, and everything typed
+// before was gone); when it cannot be moved, the session saves no history
+// and the file stays as it was.
+func TestCorruptHistoryIsKept(t *testing.T) {
+	now := time.Date(2026, 12, 4, 19, 30, 0, 0, time.UTC)
+	const corrupt = `{"entries":[{"text":"an old question"},`
+	tests := []struct {
+		name     string
+		rename   func(from, to string) error
+		wantSave bool
+		wantErr  string
+	}{
+		{"moved aside", os.Rename, true, "kept it as "},
+		{"cannot move", func(string, string) error { return errors.New("read-only file system") }, false,
+			"this session does not save its input history, so that file is left as it is (moving it aside: read-only file system)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "history.json")
+			if err := os.WriteFile(path, []byte(corrupt), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			entries, save, err := openHistory(path, now, tc.rename)
+			if err == nil || !strings.Contains(err.Error(), "loading input history "+path) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want the file named and %q", err, tc.wantErr)
+			}
+			if len(entries) != 0 || save != tc.wantSave {
+				t.Fatalf("entries %v save %v, want none and %v", entries, save, tc.wantSave)
+			}
+			keptAt := path
+			if save {
+				keptAt = path + ".bad-20261204-193000"
+				if err := saveHistory(path, []historyEntry{{Text: "a new question"}}, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if data, err := os.ReadFile(keptAt); err != nil || string(data) != corrupt {
+				t.Errorf("the old history at %s reads %q (%v), want it as it was", keptAt, data, err)
+			}
+		})
+	}
+	// A good history opens as it is, and nothing is moved.
+	path := filepath.Join(t.TempDir(), "history.json")
+	if err := saveHistory(path, []historyEntry{{Text: "kept"}}, 10); err != nil {
+		t.Fatal(err)
+	}
+	entries, save, err := openHistory(path, now, func(string, string) error { t.Fatal("renamed a good history"); return nil })
+	if err != nil || !save || len(entries) != 1 || entries[0].Text != "kept" {
+		t.Errorf("good history: %v %v %v", entries, save, err)
 	}
 }
