@@ -12,6 +12,7 @@
 // the same code as Load, then runs LoadText. `mlxchat list` shows its
 // answer.
 //
-// This package imports its sub-packages, kvcache and tensor. Packages
-// under models may import kvcache and tensor; never engine or ui.
+// This package imports its sub-packages, kvcache, tensor and safefile.
+// Packages under models may import kvcache, tensor and safefile
+// (files of a model directory are outside input); never engine or ui.
 package models

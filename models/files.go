@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"mlxchat/models/checkpoint"
+	"mlxchat/safefile"
 )
 
 // maxSideFileBytes bounds each file of a model directory that is read
@@ -55,38 +56,11 @@ func checkFile(path string, limit int64) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return fmt.Errorf("%s: %w", path, safefile.Unwrap(err))
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s is %s, expected a regular file", path, fileKind(st.Mode()))
+		return fmt.Errorf("%s is %s, expected a regular file", path, safefile.Kind(st.Mode()))
 	case limit >= 0 && st.Size() > limit:
 		return fmt.Errorf("%s is %d bytes, expected at most %d", path, st.Size(), limit)
 	}
 	return nil
-}
-
-// unwrapPathError drops the *fs.PathError wrapper so a message does not
-// repeat the path.
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// fileKind names a file mode that is not a regular file.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/adrg/xdg"
 
 	"mlxchat/engine"
+	"mlxchat/safefile"
 )
 
 // Config is the user's config file, JSON, by default at
@@ -151,11 +152,11 @@ func LoadConfig(path string, explicit bool) (Config, error) {
 const maxConfigBytes = 1 << 20
 
 // readConfigFile reads the config file as /load reads a conversation
-// (readRegularFile): a FIFO, a device such as /dev/zero, a directory or
+// (safefile.Read): a FIFO, a device such as /dev/zero, a directory or
 // a file over maxConfigBytes is one error line at once, never a hang or
 // memory run out. The error names the file.
 func readConfigFile(path string) ([]byte, error) {
-	data, err := readRegularFile(path, maxConfigBytes)
+	data, err := safefile.Read(path, maxConfigBytes)
 	var pe *fs.PathError
 	switch {
 	case err == nil:

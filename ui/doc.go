@@ -5,7 +5,8 @@
 //
 // It may import engine, themes, bytesize (sizes, formatted as the command
 // line formats them), textinput (the text check of /read, which `mlxchat
-// run` makes too), the charm libraries (with their termenv,
+// run` makes too), safefile (config, history and conversation files, and
+// /read, read without trusting what the path is), the charm libraries (with their termenv,
 // go-runewidth and cancelreader) and github.com/adrg/xdg for its file
 // locations; not models,
 // kvcache, tensor or metal. Only its tests import more: engine/enginetest

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"mlxchat/engine"
+	"mlxchat/safefile"
 	"mlxchat/themes"
 )
 
@@ -431,7 +432,7 @@ func savePath(convDir, name string) (string, error) {
 		p := expandHome(name)
 		if st, err := os.Stat(p); err == nil {
 			if !st.Mode().IsRegular() {
-				return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, fileKind(st.Mode()))
+				return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, safefile.Kind(st.Mode()))
 			}
 			return p, nil
 		}
@@ -448,7 +449,7 @@ func savePath(convDir, name string) (string, error) {
 	}
 	p := resolveConversationPath(convDir, name)
 	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, fileKind(st.Mode()))
+		return "", fmt.Errorf("%s is %s, expected a regular file or a new file name", p, safefile.Kind(st.Mode()))
 	}
 	return p, nil
 }

@@ -36,7 +36,7 @@ func TestLoadRefusesNonRegularFiles(t *testing.T) {
 	tests := []struct{ path, want string }{
 		{"/dev/zero", "/dev/zero is a character device, expected a regular file"},
 		{fifo, fifo + " is a named pipe (FIFO), expected a regular file"},
-		{huge, huge + " is 256.0 MiB, expected at most 256.0 MiB"},
+		{huge, huge + " is 268435457 bytes, expected at most 268435456"}, // one byte over: in bytes, not "256.0 MiB, expected at most 256.0 MiB"
 		{sub, sub + " is a directory, expected a conversation file"},
 		{dir, dir + " is a directory, expected a conversation file"},
 		{filepath.Join(dir, "none"), `no file "` + filepath.Join(dir, "none") + `"`},

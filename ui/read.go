@@ -10,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"mlxchat/safefile"
 	"mlxchat/textinput"
 )
 
@@ -40,7 +41,7 @@ type attachedMsg struct {
 // which `mlxchat run` uses too: a binary file is refused), a UTF-8 BOM
 // dropped and CRLF line ends made LF, and not empty.
 func readTextFile(path string) (string, error) {
-	data, err := readRegularFile(path, maxAttachBytes)
+	data, err := safefile.Read(path, maxAttachBytes)
 	if err != nil {
 		return "", err
 	}

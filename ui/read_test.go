@@ -97,7 +97,7 @@ func TestReadRefusesWhatIsNotText(t *testing.T) {
 		{writeFile(t, "img.png", "\x89PNG\r\n\x1a\n\x00\x00"), "img.png is not a text file (a NUL byte at offset 8)"},
 		{writeFile(t, "latin1.txt", "caf\xe9"), "latin1.txt is not a UTF-8 text file (an invalid byte at offset 3)"},
 		{writeFile(t, "empty.txt", " \n"), "empty.txt is empty"},
-		{huge, "huge.txt is 32.0 MiB, expected at most 32.0 MiB"},
+		{huge, "huge.txt is 33554433 bytes, expected at most 33554432"},
 		{filepath.Join(dir, "missing.txt"), "missing.txt: no such file or directory"},
 		{dir, "is a directory, expected a regular file"},
 		{fifo, "is a named pipe (FIFO), expected a regular file"},

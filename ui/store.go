@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"mlxchat/safefile"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -156,7 +155,7 @@ const maxConversationBytes = 256 << 20
 // regular file of at most maxConversationBytes is read: a FIFO, a device
 // such as /dev/zero or a directory is refused at once, without blocking.
 func loadConversation(path string) (conversationFile, error) {
-	data, err := readRegularFile(path, maxConversationBytes)
+	data, err := safefile.Read(path, maxConversationBytes)
 	if err != nil {
 		return conversationFile{}, err
 	}
@@ -179,56 +178,6 @@ func parseConversation(path string, data []byte) (conversationFile, error) {
 		}
 	}
 	return c, nil
-}
-
-// readRegularFile reads path if it is a regular file of at most limit
-// bytes. It opens without blocking (O_NONBLOCK: a FIFO with no writer
-// would otherwise wait forever), checks the kind of file on the open
-// descriptor, and reads at most limit+1 bytes, so a file that grows while
-// it is read cannot run memory out either.
-func readRegularFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, expected a regular file", path, fileKind(st.Mode()))
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %s, expected at most %s", path, formatBytes(st.Size()), formatBytes(limit))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s grew past %s while it was read", path, formatBytes(limit))
-	}
-	return data, nil
-}
-
-// fileKind names a file mode for an error: "a directory", "a named pipe"...
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file"
 }
 
 // resolveConversationPath maps a /save or /load argument to a file: a bare
@@ -457,11 +406,11 @@ type historyEntry struct {
 }
 
 // loadHistory reads the input history; a missing file is an empty history.
-// It is read as /load reads a conversation (readRegularFile, with the
+// It is read as /load reads a conversation (safefile.Read, with the
 // same bound: entries keep their pastes), so a FIFO or a device there is
 // an error, not a hang or memory run out.
 func loadHistory(path string) ([]historyEntry, error) {
-	data, err := readRegularFile(path, maxConversationBytes)
+	data, err := safefile.Read(path, maxConversationBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

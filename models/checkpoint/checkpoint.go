@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"mlxchat/safefile"
 	"mlxchat/tensor"
 )
 
@@ -102,7 +103,7 @@ func (c *Checkpoint) HeadersOnly() bool { return c.headersOnly }
 func open(dir string, openFile func(path string) (*SafetensorsFile, error)) (*Checkpoint, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("model directory %s: %w", dir, unwrapPathError(err))
+		return nil, fmt.Errorf("model directory %s: %w", dir, safefile.Unwrap(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("model directory %s: not a directory", dir)
@@ -132,7 +133,7 @@ func exists(path string) (bool, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	return false, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	return false, fmt.Errorf("%s: %w", path, safefile.Unwrap(err))
 }
 
 func (c *Checkpoint) loadSideFiles() error {

@@ -3,10 +3,10 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"mlxchat/safefile"
 	"os"
 	"slices"
 	"strings"
@@ -43,19 +43,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, fmt.Errorf("%s: %w", path, safefile.Unwrap(err))
 	}
 	return ParseConfig(path, data)
-}
-
-// unwrapPathError drops the *os.PathError wrapper so messages do not repeat
-// the path, keeping errors.Is(err, fs.ErrNotExist) working.
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // KeyPath is key's full dotted path in its file ("text_config.head_dim"

@@ -25,5 +25,6 @@
 // unsupported quantization) is returned as a one-line error that names the
 // file and the problem; nothing here panics on bad input.
 //
-// It may import only the standard library, golang.org/x/sys/unix and tensor.
+// It may import only the standard library, golang.org/x/sys/unix, tensor
+// and safefile.
 package checkpoint

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"mlxchat/safefile"
 	"mlxchat/tensor"
 )
 
@@ -150,7 +151,10 @@ func ParseSafetensorsHeader(path string, head []byte, fileSize int64) (tensors [
 		if tensors[i].Begin != tensors[j].Begin {
 			return tensors[i].Begin < tensors[j].Begin
 		}
-		return tensors[i].End < tensors[j].End
+		if tensors[i].End != tensors[j].End {
+			return tensors[i].End < tensors[j].End
+		}
+		return tensors[i].Name < tensors[j].Name // the header is a map: no order of its own
 	})
 	var prev *TensorInfo
 	for i := range tensors {
@@ -171,12 +175,12 @@ func ParseSafetensorsHeader(path string, head []byte, fileSize int64) (tensors [
 func openRegular(path string) (*os.File, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, 0, fmt.Errorf("%s: %w", path, safefile.Unwrap(err))
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return nil, 0, fmt.Errorf("%s: %w", path, safefile.Unwrap(err))
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()

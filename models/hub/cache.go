@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"mlxchat/safefile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -50,7 +51,7 @@ func List(opt Options) ([]CachedModel, error) {
 	var out []CachedModel
 	entries, err := os.ReadDir(cache)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("listing %s: %w", cache, unwrapPathError(err))
+		return nil, fmt.Errorf("listing %s: %w", cache, safefile.Unwrap(err))
 	}
 	for _, e := range entries {
 		repo, ok := repoFromFolder(e.Name())
@@ -63,7 +64,7 @@ func List(opt Options) ([]CachedModel, error) {
 	}
 	orgs, err := os.ReadDir(data)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("listing %s: %w", data, unwrapPathError(err))
+		return nil, fmt.Errorf("listing %s: %w", data, safefile.Unwrap(err))
 	}
 	for _, org := range orgs {
 		if !org.IsDir() {

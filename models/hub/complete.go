@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"mlxchat/safefile"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
-	"syscall"
 )
 
 // A snapshot in the Hugging Face cache can be incomplete in ways that the
@@ -134,9 +133,9 @@ func isFile(p string) bool {
 // numbered shards (NAME-00001-of-00003.safetensors) with none missing.
 // Links are followed, so a link to a missing blob counts as missing.
 func checkModelDir(dir string) error {
-	for _, name := range []string{"config.json", "model.safetensors"} {
+	for _, name := range []string{"config.json", "model.safetensors", "model.safetensors.index.json"} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && !st.Mode().IsRegular() {
-			return fmt.Errorf("model directory %s: %s is not a regular file", dir, name)
+			return fmt.Errorf("model directory %s: %s is %s, expected a regular file", dir, name, safefile.Kind(st.Mode()))
 		}
 	}
 	if !isFile(filepath.Join(dir, "config.json")) {
@@ -209,44 +208,15 @@ func missingShards(names, present []string) []string {
 	return miss
 }
 
-// indexShards lists the shard files named by a model.safetensors.index.json.
+// indexShards lists the shard files named by a model.safetensors.index.json
+// (read with safefile.Read: a file that turned into a pipe or a device
+// after checkModelDir looked is an error, not a hang).
 func indexShards(path string) ([]string, error) {
-	b, err := readRegular(path, maxListingBytes)
+	b, err := safefile.Read(path, maxListingBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return nil, err
 	}
 	return parseIndex(filepath.Base(path), b)
-}
-
-// readRegular reads path when it is a regular file of at most limit
-// bytes. It opens without blocking and checks the kind of file on the
-// open descriptor, so a named pipe (which would block the read until a
-// writer came) or a link to /dev/zero (which would read until memory ran
-// out) is an error at once. An error says what the file is, without its
-// path.
-func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, unwrapPathError(err)
-	case !st.Mode().IsRegular():
-		return nil, errors.New("not a regular file")
-	case st.Size() > limit:
-		return nil, fmt.Errorf("%d bytes, expected at most %d", st.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("grew past %d bytes while it was read", limit)
-	}
-	return b, nil
 }
 
 // parseIndex reads the shard files of a model.safetensors.index.json's

@@ -353,9 +353,9 @@ func TestCheckModelDirHostileFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file, want string
 	}{
-		{"config.json", "config.json is not a regular file"},
-		{"model.safetensors", "model.safetensors is not a regular file"},
-		{"model.safetensors.index.json", "model.safetensors.index.json: not a regular file"},
+		{"config.json", "config.json is %s, expected a regular file"},
+		{"model.safetensors", "model.safetensors is %s, expected a regular file"},
+		{"model.safetensors.index.json", "model.safetensors.index.json is %s, expected a regular file"},
 	} {
 		for _, zero := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s zero=%v", tc.file, zero), func(t *testing.T) {
@@ -379,7 +379,11 @@ func TestCheckModelDirHostileFiles(t *testing.T) {
 				go func() { done <- checkModelDir(dir) }()
 				select {
 				case err := <-done:
-					if want := "model directory " + dir + ": " + tc.want; err == nil || err.Error() != want {
+					kind := "a named pipe (FIFO)"
+					if zero {
+						kind = "a character device"
+					}
+					if want := "model directory " + dir + ": " + fmt.Sprintf(tc.want, kind); err == nil || err.Error() != want {
 						t.Fatalf("checkModelDir: %v, want %q", err, want)
 					}
 				case <-time.After(20 * time.Second):

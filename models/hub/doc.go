@@ -30,5 +30,5 @@
 // List and Remove show and delete the models of both caches (for mlxchat
 // list and rm); Remove deletes only model folders of those caches.
 //
-// It may import the standard library and github.com/adrg/xdg.
+// It may import the standard library, github.com/adrg/xdg and safefile.
 package hub

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"mlxchat/safefile"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -276,7 +277,7 @@ func Locate(name string, opt Options) (res Resolution, searched []string, err er
 		if statErr == nil {
 			return res, []string{path}, fmt.Errorf("model %s: not a directory", name)
 		}
-		return res, []string{path}, fmt.Errorf("model directory %s: %w", name, unwrapPathError(statErr))
+		return res, []string{path}, fmt.Errorf("model directory %s: %w", name, safefile.Unwrap(statErr))
 	}
 	repo, err := RepoID(name)
 	if err != nil {
@@ -446,12 +447,4 @@ func findSnapshot(repoDir, rev string) (dir string, verified bool, incomplete er
 	}
 	verified, incomplete = checkSnapshot(repoDir, commit)
 	return dir, verified, incomplete
-}
-
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
