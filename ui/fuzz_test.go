@@ -207,3 +207,32 @@ func FuzzParseConfig(f *testing.F) {
 		_ = c.withDefaults()
 	})
 }
+
+// FuzzParseHistory feeds arbitrary bytes to the input history's parser
+// (history.json in the state dir, which a crash, a disk error or a hand
+// edit may leave in any state). It must never panic; an error is one line
+// naming the file; a history that parses can be walked with Up and each
+// entry's pastes expanded, as the editor does. Seeds:
+// testdata/fuzz/FuzzParseHistory.
+func FuzzParseHistory(f *testing.F) {
+	f.Add([]byte(`{"entries":[{"text":"hello"},{"text":"sum up [pasted: 3 tokens, 12 B]","pastes":[{"label":"[pasted: 3 tokens, 12 B]","content":"a b c\nd e f"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := parseHistory("history.json", data)
+		if err != nil {
+			if msg := err.Error(); !strings.HasPrefix(msg, "loading input history history.json: ") || strings.Contains(msg, "\n") {
+				t.Fatalf("error is not one line naming the file: %q", msg)
+			}
+			return
+		}
+		if len(entries) > 64 {
+			entries = entries[len(entries)-64:]
+		}
+		e := newEditor(entries)
+		for e.historyMove(-1) {
+			_ = e.full()
+			_ = e.present()
+		}
+		for e.historyMove(1) {
+		}
+	})
+}

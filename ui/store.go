@@ -417,6 +417,12 @@ func loadHistory(path string) ([]historyEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading input history: %w", err)
 	}
+	return parseHistory(path, data)
+}
+
+// parseHistory decodes the input history read from path (its fuzz target
+// is FuzzParseHistory).
+func parseHistory(path string, data []byte) ([]historyEntry, error) {
 	var h historyFile
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, fmt.Errorf("loading input history %s: %w", path, err)
