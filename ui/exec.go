@@ -485,16 +485,23 @@ func (m *model) startLoad(name string) (tea.Cmd, error) {
 	}, nil
 }
 
-// findConversation resolves a /load argument: the path as given (".json"
-// added when it has no extension), else the same name in the conversations
-// folder convDir.
+// findConversation resolves a /load argument. A bare name (no folder in
+// it) is looked for first in the conversations folder convDir, where
+// /save NAME writes it and the exit line's /load NAME points, then in the
+// current directory; a path is taken as given. ".json" is added to a name
+// without an extension.
 func findConversation(convDir, name string) (string, error) {
-	cands := []string{name}
+	bare := !strings.ContainsRune(name, os.PathSeparator) && !strings.Contains(name, "/")
+	var cands []string
+	if bare && convDir != "" {
+		cands = append(cands, resolveConversationPath(convDir, name))
+	}
+	cands = append(cands, name)
 	if filepath.Ext(name) == "" {
 		cands = append(cands, name+".json")
 	}
-	if convDir != "" {
-		cands = append(cands, resolveConversationPath(convDir, name))
+	if !bare {
+		cands = append(cands, resolveConversationPath(convDir, name)) // "~/x" in the home directory
 	}
 	notFile := ""
 	for _, c := range cands {

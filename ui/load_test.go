@@ -286,3 +286,40 @@ func TestLabelsSurviveReload(t *testing.T) {
 		})
 	}
 }
+
+// TestFindConversation: a bare /load NAME opens the conversation that
+// /save NAME wrote and the exit line named, in the conversations folder,
+// even when the current directory holds a file of that name (QA: /load
+// looked in the current directory first); a name found only in the
+// current directory, and a path, are still taken as given.
+func TestFindConversation(t *testing.T) {
+	conv := t.TempDir()
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, f := range []string{filepath.Join(conv, "both.json"), filepath.Join(cwd, "both.json"), filepath.Join(cwd, "here.json"), filepath.Join(conv, "saved.json")} {
+		if err := os.WriteFile(f, []byte(`{"messages":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs := filepath.Join(cwd, "here.json")
+	for _, tc := range []struct{ name, want, wantErr string }{
+		{"both", filepath.Join(conv, "both.json"), ""},
+		{"both.json", filepath.Join(conv, "both.json"), ""},
+		{"saved", filepath.Join(conv, "saved.json"), ""},
+		{"here", "here.json", ""},
+		{"./both.json", "./both.json", ""},
+		{abs, abs, ""},
+		{"missing", "", `no file "missing" here or in ` + conv},
+	} {
+		got, err := findConversation(conv, tc.name)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("findConversation(%q): %q, %v; want error %q", tc.name, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("findConversation(%q) = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
