@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -48,10 +49,12 @@ func readTextStdin(r io.Reader) (string, error) {
 	return textOrUsage(textinput.Read(r, "stdin", textinput.MaxBytes))
 }
 
-// textOrUsage makes a textinput.NotTextError a usage error.
+// textOrUsage makes a textinput.NotTextError, and a prompt file that is
+// missing or not readable by the user, a usage error: like any other bad
+// --prompt-file, the argument is what must change (exit status 2).
 func textOrUsage(text string, err error) (string, error) {
 	var nt *textinput.NotTextError
-	if errors.As(err, &nt) {
+	if errors.As(err, &nt) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return "", usageErr(err)
 	}
 	return text, err

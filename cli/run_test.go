@@ -336,6 +336,8 @@ func TestRunRefusesBinaryInput(t *testing.T) {
 			"mlxchat run: --prompt-file " + huge + " is 33.0 MiB, expected at most 32.0 MiB of text"},
 		{"directory", "", []string{"run", model, "--prompt-file", dir},
 			"mlxchat run: --prompt-file " + dir + " is a directory, expected a text file"},
+		{"missing file", "", []string{"run", model, "--prompt-file", filepath.Join(dir, "nope.txt")},
+			"mlxchat run: --prompt-file " + filepath.Join(dir, "nope.txt") + ": no such file or directory"},
 		{"binary stdin", "hi\x00there", []string{"run", model},
 			"mlxchat run: stdin is not a text file (a NUL byte at offset 2), expected UTF-8 text"},
 		{"binary stdin as -", "\xff\xfeh\x00", []string{"run", model, "--prompt-file", "-"},
