@@ -80,13 +80,18 @@ func Kind(m fs.FileMode) string {
 	return "not a regular file"
 }
 
-// Unwrap drops the *fs.PathError wrapper of err, so a message that names
-// the path already does not repeat it ("open PATH: no such file"); what
+// Unwrap drops the *fs.PathError (or, from a rename, *os.LinkError)
+// wrapper of err, so a message that names the path already does not repeat
+// it, or name a temporary file instead ("open PATH: no such file"); what
 // errors.Is finds in it (fs.ErrNotExist, fs.ErrPermission) stays.
 func Unwrap(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
 	}
 	return err
 }

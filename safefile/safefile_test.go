@@ -68,6 +68,10 @@ func TestRead(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
 	}
+	rerr := os.Rename(filepath.Join(dir, "missing"), filepath.Join(dir, "other"))
+	if got := Unwrap(rerr); !errors.Is(got, fs.ErrNotExist) || strings.Contains(got.Error(), "missing") {
+		t.Errorf("Unwrap(%v) = %v, want the cause without the paths", rerr, got)
+	}
 	if Unwrap(err) == err || !errors.Is(Unwrap(err), fs.ErrNotExist) || strings.Contains(Unwrap(err).Error(), "missing") {
 		t.Errorf("Unwrap(%v) = %v, want the cause without the path", err, Unwrap(err))
 	}

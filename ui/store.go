@@ -117,13 +117,16 @@ func writeFileAtomic(path string, data []byte, dirPerm, perm os.FileMode) error 
 	}
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	// The causes lose their *fs.PathError: they name the temporary file,
+	// which the user never asked for ("writing X: write .X.tmp-1-2: no
+	// space left on device").
+	if err := errors.Join(safefile.Unwrap(werr), safefile.Unwrap(serr), safefile.Unwrap(cerr)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, safefile.Unwrap(err))
 	}
 	return nil
 }

@@ -2,7 +2,10 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -465,5 +468,38 @@ func TestCorruptHistoryIsKept(t *testing.T) {
 	entries, save, err := openHistory(path, now, func(string, string) error { t.Fatal("renamed a good history"); return nil })
 	if err != nil || !save || len(entries) != 1 || entries[0].Text != "kept" {
 		t.Errorf("good history: %v %v %v", entries, save, err)
+	}
+}
+
+// TestWriteFileAtomicErrorNamesTheFile: a failed save names the file the
+// user knows, not the temporary file it was written through (QA: "writing
+// X.json: write .X.json.tmp-1-2: no space left on device"). The write is
+// made to fail by a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored: EFBIG,
+// as a full disk gives ENOSPC) in a child process, so the limit binds
+// nothing else of the test binary.
+func TestWriteFileAtomicErrorNamesTheFile(t *testing.T) {
+	if dir := os.Getenv("MLXCHAT_FSIZE_CHILD"); dir != "" {
+		signal.Ignore(syscall.SIGXFSZ)
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 4096, Max: 4096}); err != nil {
+			fmt.Println("setrlimit:", err)
+			os.Exit(3)
+		}
+		err := writeFileAtomic(filepath.Join(dir, "chat.json"), make([]byte, 64<<10), 0o700, 0o600)
+		fmt.Printf("ERR=%v\n", err)
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFileAtomicErrorNamesTheFile$")
+	cmd.Env = append(os.Environ(), "MLXCHAT_FSIZE_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	want := "ERR=writing " + filepath.Join(dir, "chat.json") + ": file too large\n"
+	if got := string(out); !strings.Contains(got, want) {
+		t.Errorf("child printed %q, want the line %q", got, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
 	}
 }
