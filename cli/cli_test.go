@@ -281,7 +281,7 @@ func TestBadUsage(t *testing.T) {
 		{"empty prompt file", []string{"run", dir, "--prompt-file", writeFile(t, "\n \n")}, 2, []string{"--prompt-file ", "prompt.txt: the prompt is empty"}},
 		{"empty stdin", []string{"run", dir, "--prompt-file", "-"}, 2, []string{"the prompt read from stdin is empty"}},
 		{"both prompts", []string{"run", dir, "--prompt", "x", "--prompt-file", "y"}, 2, []string{"either --prompt or --prompt-file"}},
-		{"missing prompt file", []string{"run", dir, "--prompt-file", "/nonexistent/p.txt"}, 1, []string{"--prompt-file", "no such file"}},
+		{"missing prompt file", []string{"run", dir, "--prompt-file", "/nonexistent/p.txt"}, 2, []string{"--prompt-file", "no such file"}},
 		{"missing model dir", []string{"run", "./no/such/model", "--prompt", "x"}, 1, []string{"no/such/model"}},
 	}
 	for _, tc := range tests {
