@@ -31,10 +31,11 @@
 // the file is unmapped. Resident memory stays near the file size (the fake
 // counts 3 KB copied for a 1.4 MB tiny checkpoint).
 //
-// A token is one command buffer. gpu.Backend records a step and hands it
-// to mtl.Driver as a plan (gpu.Planner), kept for every later step of the
-// same shape: RunPlan encodes the cached launch list into one command
-// buffer (commandBufferWithUnretainedReferences, retained past its
+// A token is one wait. gpu.Backend records a step and hands it to
+// mtl.Driver as plans (gpu.Planner), one per segment of the step that it
+// submits while the model is still recording the rest (see metal/gpu),
+// each kept for every later step of the same shape: RunPlan encodes the
+// cached launch list into one command buffer (commandBufferWithUnretainedReferences, retained past its
 // autorelease pool until Flush has waited) with one concurrent compute
 // encoder, and a memoryBarrierWithScope:(buffers) only before the launches
 // Backend marks, those that read or write what a launch since the last
@@ -42,10 +43,9 @@
 // plan's own untracked buffer, bound at index 0 at 256-byte aligned
 // offsets (setBufferOffset between dispatches), so a replay changes bytes,
 // not commands. Weight buffers are untracked, activations tracked, which
-// orders each token's command buffer after the previous one's writes.
-// The tiny Gemma 3n's steps each take 1 command buffer and 1 wait (fused:
-// 2460 launches and 2222 barriers over TestTinyGemma3nMetalHost's 17
-// steps; a fused decode step is mostly a chain); the fake runs every command buffer again with
+// orders each command buffer after the earlier ones' writes.
+// TestTinyGemma3nMetalHost's 17 steps run 6221 launches in 68 command
+// buffers (the steps' segments), one Flush each; the fake runs every command buffer again with
 // the launches between barriers reversed and compares all bytes, so a
 // barrier Backend left out would be a reported violation
 // (TestFakeCatchesMissingBarrier removes one and checks it is).

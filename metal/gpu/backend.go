@@ -102,9 +102,14 @@ type Backend struct {
 	// scratch.
 	noChains bool
 	chains   chainState
+	// noEarly turns off the early submits of a step's first segments
+	// while the rest is recorded (step.go; on by default).
+	noEarly bool
 
-	// timing is what plans recorded now time on the GPU (profile.go).
-	timing Timing
+	// timing is what plans recorded now time on the GPU (profile.go);
+	// profSteps sums the timed runs per step shape.
+	timing    Timing
+	profSteps []*stepTimes
 }
 
 // constSlot is a host tensor's upload kept across steps and the bytes it
@@ -202,9 +207,10 @@ type Stats struct {
 	Ops            int64 // kernel launches recorded by ops (before fusion)
 	Dispatches     int64 // kernel launches handed to the driver
 	Flushes        int64 // steps submitted (Syncs with work)
-	PlanRuns       int64 // steps run from a kept plan (parameter blocks rewritten only)
-	PlanRecords    int64 // steps the driver recorded as a new plan
-	ChainReplays   int64 // steps rewritten by chain.go from a kept rewrite
+	PlanRuns       int64 // plans (a step, or a segment of one) run from a kept plan (parameter blocks rewritten only)
+	PlanRecords    int64 // plans the driver recorded anew
+	ChainReplays   int64 // segments rewritten by chain.go from a kept rewrite
+	EarlySubmits   int64 // segments submitted while their step was recorded (step.go)
 	StagedBytes    int64 // host-tensor bytes copied into staging
 	WritebackBytes int64 // staged output bytes copied back at Sync
 	WeightBytes    int64 // weight bytes uploaded
@@ -357,6 +363,17 @@ func (b *Backend) SetChains(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noChains = !on
+}
+
+// SetEarlySubmit turns on or off the submitting of a step's first
+// segments while the model records the rest (step.go: the GPU starts on
+// the first layers while the host records the later ones, and Sync
+// waits once for all of them); it is on by default, applies to drivers
+// that keep plans while fusion is off, and changes no result.
+func (b *Backend) SetEarlySubmit(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noEarly = !on
 }
 
 // SetMemoryLimit caps the bytes of activation buffers (live and pooled)

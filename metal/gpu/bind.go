@@ -354,6 +354,9 @@ func (b *Backend) launch(id kernels.ID, args *[8]arg, words []uint32, groups [3]
 			return fmt.Errorf("kernel %s: grid %v out of range", id, groups)
 		}
 	}
+	if b.earlyCut(id, words) {
+		b.submitEarly()
+	}
 	st := &b.step
 	w0, a0 := len(st.words), len(st.acc)
 	rollback := func() { st.words, st.acc = st.words[:w0], st.acc[:a0] }

@@ -138,6 +138,7 @@ func (b *Backend) words(r *launchRec) []uint32 {
 type chainState struct {
 	cache []*chainEntry
 	clock int64
+	now   int64       // the born of the step's own allocations (bornNow)
 	fresh []*bufState // shapeHash's allocations of the step being recorded
 	dead  []bool
 	ch    []*chained
@@ -288,8 +289,9 @@ type redo struct {
 	members   []member
 }
 
-// maxChainEntries bounds the kept rewrites.
-const maxChainEntries = 8
+// maxChainEntries bounds the kept rewrites (one per segment of a step
+// shape: see step.go's early submits).
+const maxChainEntries = 64
 
 // newChainEntry returns an empty entry for the step's shape h, in place
 // of the least recently used one when maxChainEntries are kept.
@@ -839,10 +841,11 @@ func (b *Backend) shapeHash() (h uint64) {
 	return h
 }
 
-// bornNow reports an allocation made while the step that Sync now runs
-// was recorded (Sync counts itself before it runs the step).
+// bornNow reports an allocation made while the step being run was
+// recorded: its born is chainState.now (Sync counts itself before it runs
+// the step's last segment, an early submit runs before that).
 func (b *Backend) bornNow(st *bufState) bool {
-	return st != nil && st.born == b.stats.Syncs-1
+	return st != nil && st.born == b.chains.now
 }
 
 // volatile reports launches whose ranges change from one decode step to

@@ -17,12 +17,22 @@ import (
 
 // countDriver is a gpu.Driver and gpu.Planner that runs nothing: buffers
 // are Go memory and plans are only counted. It measures what Backend hands
-// a driver per step (launches per kernel, plans recorded and run) and the
-// host time of recording, exactly, on any model size.
+// a driver per step (launches per kernel, plans recorded and run, a step
+// being every plan run between two Flushes) and the host time of
+// recording, exactly, on any model size.
 type countDriver struct {
-	perPlan    [kernels.Count]int // launches per kernel of the last recorded plan
-	last       int                // launches of the last step
-	recs, runs int
+	perStep          [kernels.Count]int // launches per kernel of the last step
+	plans            int                // plans run in the last step (its segments)
+	kept             int                // steps whose plans were all kept ones
+	recs             int                // plans recorded
+	cur              [kernels.Count]int
+	curRuns, curRecs int
+}
+
+// countPlan is a countDriver plan: its launches per kernel.
+type countPlan struct {
+	perKernel [kernels.Count]int
+	n         int
 }
 
 func (d *countDriver) Name() string       { return "count" }
@@ -44,21 +54,33 @@ func (d *countDriver) WriteWeights(dst gpu.Buf, off int64, data []byte) error {
 func (d *countDriver) Dispatch(kernels.ID, []byte, *[8]gpu.Binding, [3]int) error {
 	return fmt.Errorf("count driver: Dispatch called on a Planner")
 }
-func (d *countDriver) Flush() error    { return nil }
+func (d *countDriver) Flush() error {
+	if d.curRuns > 0 {
+		d.perStep, d.plans = d.cur, d.curRuns
+		if d.curRecs == 0 {
+			d.kept++
+		}
+	}
+	d.cur, d.curRuns, d.curRecs = [kernels.Count]int{}, 0, 0
+	return nil
+}
 func (d *countDriver) Close() error    { return nil }
 func (d *countDriver) ParamAlign() int { return 64 }
 func (d *countDriver) NewPlan(l []gpu.Launch, n int) (gpu.Plan, []byte, error) {
-	d.perPlan = [kernels.Count]int{}
+	p := &countPlan{n: len(l)}
 	for _, x := range l {
-		d.perPlan[x.Kernel]++
+		p.perKernel[x.Kernel]++
 	}
 	d.recs++
-	p := &l
+	d.curRecs++
 	return p, make([]byte, n), nil
 }
-func (d *countDriver) RunPlan(p gpu.Plan) error {
-	d.runs++
-	d.last = len(*p.(*[]gpu.Launch))
+func (d *countDriver) RunPlan(pp gpu.Plan) error {
+	p := pp.(*countPlan)
+	for k, n := range p.perKernel {
+		d.cur[k] += n
+	}
+	d.curRuns++
 	return nil
 }
 func (d *countDriver) ReleasePlan(gpu.Plan) {}
@@ -69,10 +91,16 @@ func (d *countDriver) ReleasePlan(gpu.Plan) {}
 // how many timed steps ran from a kept plan.
 func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion, chains bool) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
 	t.Helper()
-	d := &countDriver{}
+	return decodeCountsOn(t, &countDriver{}, dir, timed, fusion, chains, true)
+}
+
+// decodeCountsOn is decodeCounts on d, with early submits on or off.
+func decodeCountsOn(t *testing.T, d *countDriver, dir string, timed int, fusion gpu.Fusion, chains, early bool) (perKernel [kernels.Count]int, perStep int, host time.Duration, replayed int, layers int) {
+	t.Helper()
 	b := gpu.New(d)
 	b.SetFusionMode(fusion)
 	b.SetChains(chains)
+	b.SetEarlySubmit(early)
 	m, err := models.Load(dir, b)
 	if err != nil {
 		t.Fatal(err)
@@ -89,8 +117,8 @@ func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion, chains
 			t.Fatal(err)
 		}
 	}
-	perKernel = d.perPlan
-	runs := d.runs
+	perKernel = d.perStep
+	kept := d.kept
 	st0 := b.Stats()
 	t0 := time.Now()
 	for range timed {
@@ -100,7 +128,7 @@ func decodeCounts(t *testing.T, dir string, timed int, fusion gpu.Fusion, chains
 	}
 	host = time.Since(t0) / time.Duration(timed)
 	st := b.Stats()
-	return perKernel, int(st.Dispatches-st0.Dispatches) / timed, host, d.runs - runs - int(st.PlanRecords-st0.PlanRecords), len(m.Config().Layers)
+	return perKernel, int(st.Dispatches-st0.Dispatches) / timed, host, d.kept - kept, len(m.Config().Layers)
 }
 
 func report(t *testing.T, name string, perKernel [kernels.Count]int, perStep int, host time.Duration, layers int) {
@@ -140,6 +168,37 @@ func TestDecodeSteps(t *testing.T) {
 	}
 }
 
+// TestEarlySubmit decodes the tiny Gemma 3n (chained, unfused) with
+// early submits on and off: on, a step must run as several plans (its
+// segments), every decode step from kept ones, with the launches of every
+// kernel the same as in one plan (a cut never keeps chain from folding an
+// op); off, as one plan.
+func TestEarlySubmit(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := synth.WriteTiny(dir, synth.Options{Bits: 4, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var per [2][kernels.Count]int
+	var steps [2]int
+	var plans [2]int
+	for i, early := range []bool{false, true} {
+		d := &countDriver{}
+		var kept int
+		per[i], steps[i], _, kept, _ = decodeCountsOn(t, d, dir, 8, gpu.FuseOff, true, early)
+		plans[i] = d.plans
+		if kept != 8 {
+			t.Errorf("early submit %v: %d of 8 decode steps ran from kept plans only, want all", early, kept)
+		}
+	}
+	if plans[0] != 1 || plans[1] < 2 {
+		t.Errorf("a decode step ran as %d plans without early submits and %d with them, want 1 and several", plans[0], plans[1])
+	}
+	if per[0] != per[1] || steps[0] != steps[1] {
+		t.Errorf("launches per decode step: %d as one plan, %d in segments; per kernel %v and %v: want the same", steps[0], steps[1], per[0], per[1])
+	}
+	t.Logf("decode step: %d launches, %d segments", steps[1], plans[1])
+}
+
 // TestE2BLaunches reports launches per decode token and host recording
 // time, in each fusion mode and unfused with chains (chain.go), on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
 // ./models/cmd/mkmodel -kind e2b -towers=false -out DIR); no GPU needed.
@@ -153,9 +212,10 @@ func TestE2BLaunches(t *testing.T) {
 		fusion gpu.Fusion
 		chains bool
 	}{{"fused", gpu.FuseAll, false}, {"segments", gpu.FuseSegments, false}, {"unfused", gpu.FuseOff, false}, {"chained", gpu.FuseOff, true}} {
-		perKernel, perStep, host, replayed, layers := decodeCounts(t, dir, 64, mode.fusion, mode.chains)
+		d := &countDriver{}
+		perKernel, perStep, host, replayed, layers := decodeCountsOn(t, d, dir, 64, mode.fusion, mode.chains, true)
 		report(t, "E2B "+mode.name, perKernel, perStep, host, layers)
-		t.Logf("%d of 64 timed steps ran from a kept plan", replayed)
+		t.Logf("%d of 64 timed steps ran from kept plans, %d plans (segments) per step", replayed, d.plans)
 		if mode.fusion == gpu.FuseAll && (perStep > 300 || perStep > 10*layers) {
 			t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
 		}

@@ -12,7 +12,11 @@
 // ops into the matrix-vector product, norm or elementwise op whose values
 // they change, a second RMSNorm into the norm whose row it reads), which
 // takes an E2B decode step from 1622 launches to 998; the rewrite is kept
-// per step shape and replayed.
+// per step shape and replayed. While a step is recorded, the launches
+// recorded so far are submitted as segments (each a kept plan of its
+// own) at launches chain never folds past, so the GPU runs the first
+// layers while the model records the later ones; Sync submits the last
+// segment and waits once.
 //
 // It may import tensor and metal/kernels only (its tests also import
 // models and kvcache).

@@ -3,31 +3,37 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"mlxchat/metal/kernels"
 )
 
-// Profile is the GPU timing of one kept plan, the one run most often while
-// profiling was on (in a decode benchmark, the decode step).
+// Profile is the GPU timing of one step shape, the one run most often
+// while profiling was on (in a decode benchmark, the decode step): its
+// kept plan, or the plans of its segments (step.go's early submits).
 type Profile struct {
-	Timing   Timing        // what was timed
-	Runs     int           // timed runs of the plan
-	Launches int           // launches per run
-	Barriers int           // barriers per run
-	GPU      time.Duration // mean GPU time of a run, first to last timestamp
-	// Step is the mean host time of the Sync that ran the plan: fusion,
-	// lowering, parameter blocks, submit, the wait for the GPU and the
-	// read-back copies. The model's recording of the ops before Sync is
-	// not in it.
+	Timing   Timing // what was timed
+	Runs     int    // timed runs of the step
+	Plans    int    // plans (command buffers) per run: the step's segments
+	Launches int    // launches per run
+	Barriers int    // barriers per run
+	// GPU is the mean GPU time of a run: the sum over its plans of each
+	// one's first to last timestamp (a plan waiting for the one before it
+	// or for the host to submit it is not counted).
+	GPU time.Duration
+	// Step is the mean host time of the Sync that ran the step's last
+	// plan: fusion, lowering, parameter blocks, submit, the wait for the
+	// GPU and the read-back copies. The model's recording of the ops
+	// before Sync, and the segments submitted meanwhile, are not in it.
 	Step time.Duration
 	// Kernels has one row per kernel (matrix-vector kernels per product
 	// shape), most time first (TimingLaunches only).
 	Kernels []KernelTime
 }
 
-// KernelTime is the GPU time of one kind of launch in a plan's run.
+// KernelTime is the GPU time of one kind of launch in a step's run.
 type KernelTime struct {
 	// Name is the kernel's name; matrix-vector products add their output
 	// rows and inputs ("qmv4 8192x2048").
@@ -36,12 +42,21 @@ type KernelTime struct {
 	Time     time.Duration // mean GPU time per run of all those launches
 }
 
-// planTimes accumulates the timed runs of a kept plan.
+// planTimes is what a kept plan recorded while profiling knows of its
+// launches, and the scratch its timestamps are read into.
 type planTimes struct {
 	labels   []string
 	barriers int
-	sum      []float64 // nanoseconds per launch, summed over runs
 	scratch  []float64
+}
+
+// stepTimes accumulates the timed runs of a step shape: the same plans,
+// in the same order.
+type stepTimes struct {
+	plans    []*planEntry
+	labels   []string
+	barriers int
+	sum      []float64 // nanoseconds per launch, summed over runs
 	span     float64
 	step     time.Duration
 	runs     int
@@ -65,6 +80,7 @@ func (b *Backend) StartProfile(t Timing) error {
 	}
 	b.dropPlans()
 	b.timing = t
+	b.profSteps = nil
 	return nil
 }
 
@@ -77,12 +93,13 @@ func (b *Backend) StopProfile() (Profile, error) {
 	if b.timing == TimingOff {
 		return Profile{}, errors.New("gpu profile: not started")
 	}
-	var best *planTimes
-	for _, p := range b.step.plans {
-		if p.times != nil && (best == nil || p.times.runs > best.runs) {
-			best = p.times
+	var best *stepTimes
+	for _, p := range b.profSteps {
+		if best == nil || p.runs > best.runs {
+			best = p
 		}
 	}
+	b.profSteps = nil
 	pr := Profile{Timing: b.timing}
 	if timer, ok := b.drv.(LaunchTimer); ok {
 		if err := timer.SetTiming(TimingOff); err != nil {
@@ -95,7 +112,7 @@ func (b *Backend) StopProfile() (Profile, error) {
 		return pr, errors.New("gpu profile: no plan ran while profiling")
 	}
 	n := float64(best.runs)
-	pr.Runs, pr.Launches, pr.Barriers = best.runs, len(best.labels), best.barriers
+	pr.Runs, pr.Plans, pr.Launches, pr.Barriers = best.runs, len(best.plans), len(best.labels), best.barriers
 	pr.GPU = time.Duration(best.span / n)
 	pr.Step = best.step / time.Duration(best.runs)
 	if pr.Timing != TimingLaunches {
@@ -135,11 +152,11 @@ func launchLabel(id kernels.ID, words []uint32) string {
 	return id.String()
 }
 
-// newPlanTimes prepares the timing sums of a plan recorded from the
-// current step's launches.
+// newPlanTimes prepares the timing of a plan recorded from the current
+// segment's launches.
 func (b *Backend) newPlanTimes() *planTimes {
 	st := &b.step
-	pt := &planTimes{labels: make([]string, len(st.recs)), sum: make([]float64, len(st.recs)), scratch: make([]float64, len(st.recs))}
+	pt := &planTimes{labels: make([]string, len(st.recs)), scratch: make([]float64, len(st.recs))}
 	for i, r := range st.recs {
 		pt.labels[i] = launchLabel(r.id, st.words[r.w0:r.w1])
 		if st.sigs[i].barrier {
@@ -149,25 +166,54 @@ func (b *Backend) newPlanTimes() *planTimes {
 	return pt
 }
 
-// addTimes reads the timestamps of the plan the step just ran, which has
-// finished, into its sums.
-func (b *Backend) addTimes(pe *planEntry, step time.Duration) error {
+// addTimes reads the timestamps of the plans the step just ran, which
+// have finished, into the sums of its shape.
+func (b *Backend) addTimes(step time.Duration) error {
 	timer, ok := b.drv.(LaunchTimer)
-	if !ok || pe.times == nil {
+	ran := b.step.inflight
+	if !ok || len(ran) == 0 {
 		return nil
 	}
-	pt := pe.times
-	span, ok, err := timer.Times(pe.plan, pt.scratch)
-	if err != nil || !ok {
-		return err
-	}
-	pt.span += span
-	pt.step += step
-	pt.runs++
-	if b.timing == TimingLaunches {
-		for i, v := range pt.scratch {
-			pt.sum[i] += v
+	for _, pe := range ran {
+		if pe.times == nil {
+			return nil // recorded before profiling started
 		}
 	}
+	var g *stepTimes
+	for _, x := range b.profSteps {
+		if slices.Equal(x.plans, ran) {
+			g = x
+			break
+		}
+	}
+	if g == nil {
+		g = &stepTimes{plans: slices.Clone(ran)}
+		for _, pe := range ran {
+			g.labels = append(g.labels, pe.times.labels...)
+			g.barriers += pe.times.barriers
+		}
+		g.sum = make([]float64, len(g.labels))
+		b.profSteps = append(b.profSteps, g)
+	}
+	span := 0.0
+	for _, pe := range ran {
+		s, ok, err := timer.Times(pe.plan, pe.times.scratch)
+		if err != nil || !ok {
+			return err
+		}
+		span += s
+	}
+	if b.timing == TimingLaunches {
+		at := 0
+		for _, pe := range ran {
+			for i, v := range pe.times.scratch {
+				g.sum[at+i] += v
+			}
+			at += len(pe.times.labels)
+		}
+	}
+	g.span += span
+	g.step += step
+	g.runs++
 	return nil
 }

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 	"unsafe"
@@ -17,6 +18,21 @@ import (
 // Planner from a plan kept for the step's shape (same kernels, grids,
 // bindings and barriers), after rewriting the parameter blocks only, else
 // one launch at a time through Dispatch.
+//
+// Early submits: on a Planner (fusion off), the launches recorded so far
+// are handed over as a segment of the step, lowered and submitted as a
+// plan of their own, while the model is still recording the rest, so the
+// GPU works on the first layers while the host records the later ones
+// (recording an E2B decode step takes about 1.6 ms of host time on the
+// device machine, during which the GPU sat idle). A segment ends just
+// before a launch that chain never folds into or moves an op past
+// (attention, a copy: see volatile), once at least cutAt launches are
+// recorded: the first segment is short, so the GPU starts early, and
+// later ones grow. Segments split a step at the same launches every time
+// the model records the same step, so each keeps its own plan and chain
+// rewrite. Sync submits the last segment and waits once for all of them;
+// activations a segment writes are read back (remote drivers) at that
+// Sync, when every segment has run.
 
 // access is a byte range [lo, hi) of buf that a launch reads or writes; st
 // is the activation allocation it lies in (nil for weights, staging and
@@ -80,8 +96,9 @@ type planEntry struct {
 	times   *planTimes // GPU timing (recorded while profiling), else nil
 }
 
-// maxPlans bounds the plans kept (decode, a few prefill chunk shapes).
-const maxPlans = 8
+// maxPlans bounds the plans kept: the segments of a decode step and of a
+// few prefill chunk shapes.
+const maxPlans = 64
 
 type stepState struct {
 	recs    []launchRec
@@ -91,7 +108,16 @@ type stepState struct {
 
 	plans []*planEntry
 	clock int64
-	ran   *planEntry // the plan this step ran (nil: none, or launch by launch)
+	// inflight lists the plans submitted since the last driver Flush, in
+	// submission order: this step's segments. None of them is matched
+	// again or released before the Flush.
+	inflight []*planEntry
+	// back collects the activation ranges the step's segments wrote, read
+	// back at Sync (remote drivers).
+	back []CopyRegion
+	// segs counts the step's early submits; the next comes before the
+	// first volatile launch once cutAt launches are recorded.
+	segs, cutAt int
 
 	// reused scratch of fuse: fused launches (the first nfused in use),
 	// the fused step's items and records
@@ -111,9 +137,18 @@ type stepState struct {
 }
 
 // dropPlans releases every kept plan; called when a buffer they may bind
-// goes away (never while one runs: plans run only inside runStep, which
-// waits for them).
+// goes away. Plans run inside runStep, which waits for them, and as
+// early-submitted segments of the step being recorded, which it waits for
+// first.
 func (b *Backend) dropPlans() {
+	if len(b.step.inflight) > 0 {
+		// Segments of the step being recorded are running: wait for them
+		// before releasing their plans (their results stay in place).
+		if err := b.drv.Flush(); err != nil {
+			b.fail(fmt.Errorf("%s backend: waiting for submitted launches: %w", b.drv.Name(), err))
+		}
+		b.step.inflight = b.step.inflight[:0]
+	}
 	for _, p := range b.step.plans {
 		if b.planner != nil {
 			b.planner.ReleasePlan(p.plan)
@@ -125,21 +160,56 @@ func (b *Backend) dropPlans() {
 	b.chains.cache = b.chains.cache[:0]
 }
 
-// runStep hands the recorded launches to the driver and waits for them.
-func (b *Backend) runStep() error {
+// Early submit sizes, in recorded launches: the first segment of a step
+// and the cap the later ones double up to.
+const (
+	firstSegment = 64
+	maxSegment   = 512
+)
+
+// earlyCut reports whether a launch of kernel id with these parameter
+// words (without the header), about to be recorded, should start a new
+// segment, the launches recorded before it being submitted now.
+func (b *Backend) earlyCut(id kernels.ID, words []uint32) bool {
+	st := &b.step
+	if b.noEarly || b.planner == nil || b.fusion != FuseOff || len(st.recs) < max(st.cutAt, firstSegment) {
+		return false
+	}
+	switch id {
+	case kernels.Attn, kernels.AttnD, kernels.AttnMerge:
+		return true
+	case kernels.Eltwise:
+		return len(words) > 2 && words[2] == opCopy
+	}
+	return false
+}
+
+// submitEarly submits the launches recorded so far as a segment of the
+// step (see the comment at the top); an error is Sync's.
+func (b *Backend) submitEarly() {
+	st := &b.step
+	n := len(st.recs)
+	if err := b.segment(b.stats.Syncs); err != nil {
+		b.fail(fmt.Errorf("%s backend: running %d recorded launches: %w", b.drv.Name(), n, err))
+	}
+	st.segs++
+	st.cutAt = min(firstSegment<<st.segs, maxSegment)
+	b.stats.EarlySubmits++
+}
+
+// segment lowers the launches recorded since the last segment (chains or
+// fusion first), submits them after the uploads they need and notes what
+// they write for the read-back; now is the Sync count that Alloc gave the
+// step's own allocations (chain's bornNow).
+func (b *Backend) segment(now int64) error {
 	st := &b.step
 	defer func() {
 		st.recs, st.words, st.acc, st.uploads = st.recs[:0], st.words[:0], st.acc[:0], st.uploads[:0]
 	}()
-	if len(st.recs) == 0 && len(st.uploads) == 0 {
-		return nil
-	}
-	b.stats.Flushes++
-	t0 := time.Now()
-	st.ran = nil
 	if b.fusion != FuseOff {
 		b.fuse()
 	} else if !b.noChains {
+		b.chains.now = now
 		b.chain()
 	}
 	err := b.upload()
@@ -147,16 +217,38 @@ func (b *Backend) runStep() error {
 		err = b.run()
 	}
 	if err == nil {
+		b.noteWrites()
+	}
+	return err
+}
+
+// runStep hands the recorded launches to the driver and waits for them,
+// and for the segments submitted early.
+func (b *Backend) runStep() error {
+	st := &b.step
+	defer func() {
+		st.recs, st.words, st.acc, st.uploads = st.recs[:0], st.words[:0], st.acc[:0], st.uploads[:0]
+		st.inflight, st.back = st.inflight[:0], st.back[:0]
+		st.segs, st.cutAt = 0, firstSegment
+	}()
+	if len(st.recs) == 0 && len(st.uploads) == 0 && len(st.inflight) == 0 && len(st.back) == 0 {
+		return nil
+	}
+	b.stats.Flushes++
+	t0 := time.Now()
+	n := len(st.recs)
+	err := b.segment(b.stats.Syncs - 1)
+	if err == nil {
 		err = b.readBack()
 	}
 	if ferr := b.drv.Flush(); ferr != nil && err == nil {
 		err = ferr
 	}
-	if err == nil && st.ran != nil && b.timing != TimingOff {
-		err = b.addTimes(st.ran, time.Since(t0))
+	if err == nil && b.timing != TimingOff {
+		err = b.addTimes(time.Since(t0))
 	}
 	if err != nil {
-		return fmt.Errorf("%s backend: running %d recorded launches: %w", b.drv.Name(), len(st.recs), err)
+		return fmt.Errorf("%s backend: running %d recorded launches: %w", b.drv.Name(), n, err)
 	}
 	return nil
 }
@@ -210,23 +302,29 @@ func (b *Backend) overwrittenFirst(u *bufState) bool {
 	return false
 }
 
-// readBack copies every activation range the step wrote from the device
-// twins to the host mappings (remote drivers).
-func (b *Backend) readBack() error {
+// noteWrites adds every activation range the segment just submitted
+// writes to the step's read-back (remote drivers).
+func (b *Backend) noteWrites() {
 	if b.remote == nil {
-		return nil
+		return
 	}
 	st := &b.step
-	regions := st.regions[:0]
 	for _, a := range st.acc {
 		if a.write && a.st != nil && !a.st.internal {
 			ch := a.st.ch
-			regions = append(regions, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
+			st.back = append(st.back, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
 		}
 	}
-	if len(regions) == 0 {
+}
+
+// readBack copies every activation range the step wrote from the device
+// twins to the host mappings (remote drivers), after all its segments.
+func (b *Backend) readBack() error {
+	st := &b.step
+	if b.remote == nil || len(st.back) == 0 {
 		return nil
 	}
+	regions := st.back
 	sort.Slice(regions, func(i, j int) bool {
 		ri, rj := &regions[i], &regions[j]
 		if ri.Dst != rj.Dst {
@@ -246,7 +344,7 @@ func (b *Backend) readBack() error {
 	for _, r := range merged {
 		b.stats.TwinReadback += r.Size
 	}
-	st.regions = merged[:0]
+	st.back = merged[:0]
 	return b.remote.Copy(merged)
 }
 
@@ -302,7 +400,7 @@ func (b *Backend) run() error {
 	st.clock++
 	var pe *planEntry
 	for _, p := range st.plans {
-		if p.hash == h && len(p.sigs) == len(st.sigs) && sameSigs(p.sigs, st.sigs) {
+		if p.hash == h && len(p.sigs) == len(st.sigs) && !slices.Contains(st.inflight, p) && sameSigs(p.sigs, st.sigs) {
 			pe = p
 			break
 		}
@@ -320,14 +418,16 @@ func (b *Backend) run() error {
 			return err
 		}
 		if len(st.plans) >= maxPlans {
-			oldest := 0
+			oldest := -1
 			for i, p := range st.plans {
-				if p.lastUse < st.plans[oldest].lastUse {
+				if (oldest < 0 || p.lastUse < st.plans[oldest].lastUse) && !slices.Contains(st.inflight, p) {
 					oldest = i
 				}
 			}
-			b.planner.ReleasePlan(st.plans[oldest].plan)
-			st.plans = append(st.plans[:oldest], st.plans[oldest+1:]...)
+			if oldest >= 0 {
+				b.planner.ReleasePlan(st.plans[oldest].plan)
+				st.plans = append(st.plans[:oldest], st.plans[oldest+1:]...)
+			}
 		}
 		pe = &planEntry{plan: plan, mem: mem, sigs: append([]sig(nil), st.sigs...), binds: binds, hash: h}
 		if b.timing != TimingOff {
@@ -340,7 +440,7 @@ func (b *Backend) run() error {
 	}
 	pe.lastUse = st.clock
 	copy(pe.mem, st.pbuf)
-	st.ran = pe
+	st.inflight = append(st.inflight, pe)
 	return b.planner.RunPlan(pe.plan)
 }
 

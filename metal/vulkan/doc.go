@@ -31,7 +31,10 @@
 // MLXCHAT_GPU_FUSION=0|seg|1 picks how much of a decode step is fused
 // (gpu.ParseFusion; the default is gpu.DefaultFusion, off);
 // MLXCHAT_GPU_CHAINS=0 turns off the folding of norms and elementwise ops
-// into the launches beside them (gpu.Backend.SetChains; on by default).
+// into the launches beside them (gpu.Backend.SetChains; on by default);
+// MLXCHAT_GPU_EARLY=0 turns off the submitting of a step's first segments
+// while the model records the rest (gpu.Backend.SetEarlySubmit; on by
+// default).
 //
 // It may import tensor, metal/gpu, metal/kernels and purego (tests also
 // import tensor/cpu, models and kvcache).

@@ -834,7 +834,9 @@ func (d *Driver) SetStagedUploads(chunk int) {
 // Open returns a tensor.Backend running on the selected Vulkan device.
 // MLXCHAT_GPU_FUSION=0|seg|1 sets how much of a decode step is fused
 // (gpu.ParseFusion; for measurements), MLXCHAT_GPU_CHAINS=0 turns off the
-// folding of row-local ops into their neighbours (gpu.Backend.SetChains).
+// folding of row-local ops into their neighbours (gpu.Backend.SetChains),
+// MLXCHAT_GPU_EARLY=0 the submitting of a step's first segments while the
+// rest is recorded (gpu.Backend.SetEarlySubmit).
 func Open() (*gpu.Backend, *Driver, error) {
 	d, err := NewDriver()
 	if err != nil {
@@ -856,6 +858,14 @@ func Open() (*gpu.Backend, *Driver, error) {
 	default:
 		d.Close()
 		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_CHAINS=%q: want 0 or 1", c)
+	}
+	switch c := os.Getenv("MLXCHAT_GPU_EARLY"); c {
+	case "", "1":
+	case "0":
+		b.SetEarlySubmit(false)
+	default:
+		d.Close()
+		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_EARLY=%q: want 0 or 1", c)
 	}
 	return b, d, nil
 }

@@ -45,7 +45,10 @@ func TestGoldenVulkan(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer m.(io.Closer).Close()
+				st0 := b.Stats()
 				familytest.CheckChunkedDecode(t, m, filepath.Join(dir, "golden.safetensors"), 5, goldenTolerance)
+				st := b.Stats()
+				t.Logf("%d steps, %d segments submitted early", st.Flushes-st0.Flushes, st.EarlySubmits-st0.EarlySubmits)
 			})
 		}
 	}
