@@ -397,7 +397,7 @@ func (b *Backend) setRecs(e *chainEntry, subst []launchRec) {
 func (b *Backend) producerOut(r *launchRec) (out span, n uint32, ok bool) {
 	w := b.words(r)
 	switch r.id {
-	case kernels.QMV4, kernels.QMV8: // n_in, n_out, ldd, out0, gs, sdt
+	case kernels.QMV4, kernels.QMV8, kernels.QMVW4, kernels.QMVW8: // n_in, n_out, ldd, out0, gs, sdt
 		if r.groups[1] != 1 {
 			return span{}, 0, false
 		}
@@ -591,10 +591,15 @@ func (b *Backend) chainFrom(i int, out span) *chained {
 	w := b.words(r)
 	var c *chained
 	switch r.id {
-	case kernels.QMV4, kernels.QMV8:
+	case kernels.QMV4, kernels.QMV8, kernels.QMVW4, kernels.QMVW8:
 		id := kernels.QMVX4
-		if r.id == kernels.QMV8 {
+		switch r.id {
+		case kernels.QMV8:
 			id = kernels.QMVX8
+		case kernels.QMVW4:
+			id = kernels.QMVXW4
+		case kernels.QMVW8:
+			id = kernels.QMVXW8
 		}
 		c = b.newChained(id, i)
 		c.rec.binds[6], c.rec.binds[7] = r.binds[5], r.binds[5]
@@ -808,7 +813,7 @@ func (b *Backend) shapeHash() (h uint64) {
 			}
 		}
 		switch r.id {
-		case kernels.QMV4, kernels.QMV8, kernels.MM, kernels.RMSNorm, kernels.Eltwise:
+		case kernels.QMV4, kernels.QMV8, kernels.QMVW4, kernels.QMVW8, kernels.MM, kernels.RMSNorm, kernels.Eltwise:
 			for _, x := range w {
 				mix(uint64(x))
 			}

@@ -13,6 +13,7 @@ import (
 	"mlxchat/metal/kernels"
 	"mlxchat/models"
 	"mlxchat/models/synth"
+	"mlxchat/tensor"
 )
 
 // countDriver is a gpu.Driver and gpu.Planner that runs nothing: buffers
@@ -21,18 +22,20 @@ import (
 // being every plan run between two Flushes) and the host time of
 // recording, exactly, on any model size.
 type countDriver struct {
-	perStep          [kernels.Count]int // launches per kernel of the last step
-	plans            int                // plans run in the last step (its segments)
-	kept             int                // steps whose plans were all kept ones
-	recs             int                // plans recorded
-	cur              [kernels.Count]int
-	curRuns, curRecs int
+	perStep                     [kernels.Count]int // launches per kernel of the last step
+	plans                       int                // plans run in the last step (its segments)
+	kept                        int                // steps whose plans were all kept ones
+	recs                        int                // plans recorded
+	groups                      int                // workgroups of the last step's launches
+	cur                         [kernels.Count]int
+	curRuns, curRecs, curGroups int
 }
 
-// countPlan is a countDriver plan: its launches per kernel.
+// countPlan is a countDriver plan: its launches per kernel and their
+// workgroups.
 type countPlan struct {
 	perKernel [kernels.Count]int
-	n         int
+	groups    int
 }
 
 func (d *countDriver) Name() string       { return "count" }
@@ -56,20 +59,21 @@ func (d *countDriver) Dispatch(kernels.ID, []byte, *[8]gpu.Binding, [3]int) erro
 }
 func (d *countDriver) Flush() error {
 	if d.curRuns > 0 {
-		d.perStep, d.plans = d.cur, d.curRuns
+		d.perStep, d.plans, d.groups = d.cur, d.curRuns, d.curGroups
 		if d.curRecs == 0 {
 			d.kept++
 		}
 	}
-	d.cur, d.curRuns, d.curRecs = [kernels.Count]int{}, 0, 0
+	d.cur, d.curRuns, d.curRecs, d.curGroups = [kernels.Count]int{}, 0, 0, 0
 	return nil
 }
 func (d *countDriver) Close() error    { return nil }
 func (d *countDriver) ParamAlign() int { return 64 }
 func (d *countDriver) NewPlan(l []gpu.Launch, n int) (gpu.Plan, []byte, error) {
-	p := &countPlan{n: len(l)}
+	p := &countPlan{}
 	for _, x := range l {
 		p.perKernel[x.Kernel]++
+		p.groups += x.Groups[0] * x.Groups[1] * x.Groups[2]
 	}
 	d.recs++
 	d.curRecs++
@@ -81,6 +85,7 @@ func (d *countDriver) RunPlan(pp gpu.Plan) error {
 		d.cur[k] += n
 	}
 	d.curRuns++
+	d.curGroups += p.groups
 	return nil
 }
 func (d *countDriver) ReleasePlan(gpu.Plan) {}
@@ -273,5 +278,40 @@ func BenchmarkDecodeHost(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestWideMatVec: one-row products of 2^23 weights or more record the wide
+// matrix-vector kernels (4 output rows a workgroup, grid to match),
+// smaller ones and every product while fusion is on the narrow ones.
+func TestWideMatVec(t *testing.T) {
+	for _, c := range []struct {
+		out, in, bits int
+		fusion        gpu.Fusion
+		want          kernels.ID
+		groups        int
+	}{
+		{4099, 2048, 4, gpu.FuseOff, kernels.QMVW4, 1025},
+		{4097, 2048, 8, gpu.FuseOff, kernels.QMVW8, 1025},
+		{4095, 2048, 4, gpu.FuseOff, kernels.QMV4, 2048},
+		{4099, 2048, 4, gpu.FuseAll, kernels.QMV4, 2050},
+	} {
+		d := &countDriver{}
+		b := gpu.New(d)
+		b.SetFusionMode(c.fusion)
+		w, err := tensor.QuantizeAffine(make([]float32, c.out*c.in), c.out, c.in, c.bits, 64, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, dst := b.Alloc(1, c.in), b.Alloc(1, c.out)
+		if err := b.MatMul(dst, x, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if d.perStep[c.want] != 1 || d.plans != 1 || d.groups != c.groups {
+			t.Errorf("%dx%d %d-bit, fusion %v: launches per kernel %v, %d workgroups; want one %s of %d workgroups", c.out, c.in, c.bits, c.fusion, d.perStep, d.groups, c.want, c.groups)
+		}
 	}
 }

@@ -118,6 +118,12 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	return b.fail(b.matmul(dst, x, w))
 }
 
+// wideQMV is the size (outputs times inputs) from which a matrix-vector
+// product runs the wide kernels, 4 output rows per workgroup: on the
+// H200 (E2B 4-bit) they were faster from 2048x8192 and 7680x2048 up and
+// slower at 2048x2048 and below.
+const wideQMV = 1 << 23
+
 func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	dt, err := b.quantInfo("matmul", w)
 	if err != nil {
@@ -149,10 +155,18 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if maxOut < 1 {
 		return fmt.Errorf("matmul: one weight row (%d bytes) exceeds the device binding limit", wRow)
 	}
-	// The grid's x count is at most 65535: QMV covers kernels.QMVRows rows
-	// per workgroup (the tiled kernels 64, so this bound suits them too).
-	if maxOut > 65535*kernels.QMVRows {
-		maxOut = 65535 * kernels.QMVRows
+	useQMV := w.Quantized() && n <= 4 && w.In%(128/w.Bits) == 0 && w.GroupSize%(128/w.Bits) == 0
+	// Large matrices take the wide matrix-vector kernels (4 rows per
+	// workgroup), unless fusion is on (fuse.go merges the narrow ones).
+	wide := useQMV && b.fusion == FuseOff && int64(w.Out)*int64(w.In) >= wideQMV
+	qmvRows := kernels.QMVRows
+	if wide {
+		qmvRows = kernels.QMVWideRows
+	}
+	// The grid's x count is at most 65535: QMV covers qmvRows rows per
+	// workgroup (the tiled kernels 64, so this bound suits them too).
+	if maxOut > 65535*qmvRows {
+		maxOut = 65535 * qmvRows
 	}
 	if maxOut < w.Out && maxOut > 64 {
 		maxOut &^= 63
@@ -169,7 +183,6 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if maxRows > 65535*64 {
 		maxRows = 65535 * 64
 	}
-	useQMV := w.Quantized() && n <= 4 && w.In%(128/w.Bits) == 0 && w.GroupSize%(128/w.Bits) == 0
 	for m0 := 0; m0 < n; m0 += maxRows {
 		m1 := min(n, m0+maxRows)
 		xa, err := b.localize(in(x).sub(int64(m0*w.In*4), int64((m1-m0)*w.In*4)), (m1-m0)*w.In)
@@ -190,11 +203,16 @@ func (b *Backend) matmul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 			nout := o1 - o0
 			if useQMV {
 				id := kernels.QMV4
-				if w.Bits == 8 {
+				switch {
+				case wide && w.Bits == 8:
+					id = kernels.QMVW8
+				case wide:
+					id = kernels.QMVW4
+				case w.Bits == 8:
 					id = kernels.QMV8
 				}
 				words := []uint32{uint32(w.In), uint32(nout), uint32(w.Out), uint32(o0), uint32(w.GroupSize), dt}
-				err := b.launch(id, &args, words, [3]int{ceilDiv(nout, kernels.QMVRows), m1 - m0, 1})
+				err := b.launch(id, &args, words, [3]int{ceilDiv(nout, qmvRows), m1 - m0, 1})
 				if err == nil {
 					continue
 				}

@@ -142,7 +142,7 @@ func launchLabel(id kernels.ID, words []uint32) string {
 		return id.String()
 	}
 	switch id {
-	case kernels.QMV4, kernels.QMV8, kernels.QMVX4, kernels.QMVX8:
+	case kernels.QMV4, kernels.QMV8, kernels.QMVX4, kernels.QMVX8, kernels.QMVW4, kernels.QMVW8, kernels.QMVXW4, kernels.QMVXW8:
 		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])
 	case kernels.RMSNorm, kernels.NormX:
 		return fmt.Sprintf("%s %dx%d", id, words[h+1], words[h])

@@ -34,6 +34,10 @@ variants=(
   "normx normx.comp"
   "eltx eltwise.comp -DEXT=1"
   "mmx qmm.comp -DMODE=0 -DEXT=1"
+  "qmvw4 qmv.comp -DBITS=4 -DWIDE=1"
+  "qmvw8 qmv.comp -DBITS=8 -DWIDE=1"
+  "qmvxw4 qmv.comp -DBITS=4 -DEXT=1 -DWIDE=1"
+  "qmvxw8 qmv.comp -DBITS=8 -DEXT=1 -DWIDE=1"
 )
 for v in "${variants[@]}"; do
   read -r name src defs <<<"$v"

@@ -11,9 +11,14 @@ var spvFS embed.FS
 //go:embed msl/*.metal
 var mslFS embed.FS
 
-// QMVRows is the number of output rows each QMV4/QMV8 workgroup computes
-// (ROWS in src/qmv.comp); a dispatch needs ceil(n_out/QMVRows) groups in x.
-const QMVRows = 2
+// QMVRows is the number of output rows each QMV4/QMV8 (and QMVX) workgroup
+// computes (ROWS in src/qmv.comp); a dispatch needs ceil(n_out/QMVRows)
+// groups in x. QMVWideRows is the same for the wide variants (QMVW4, QMVW8,
+// QMVXW4, QMVXW8).
+const (
+	QMVRows     = 2
+	QMVWideRows = 4
+)
 
 // ID names one compiled kernel variant.
 type ID int
@@ -44,6 +49,10 @@ const (
 	NormX               // rmsnorm with an epilogue of elementwise ops and a second RMSNorm of its output
 	EltX                // eltwise with an epilogue of further elementwise ops
 	MMX                 // dense one-row product (mm) with an epilogue of elementwise ops
+	QMVW4               // qmv4 with 4 output rows per workgroup (large matrices)
+	QMVW8               // qmv8 with 4 output rows per workgroup (large matrices)
+	QMVXW4              // qmvx4 with 4 output rows per workgroup
+	QMVXW8              // qmvx8 with 4 output rows per workgroup
 	Count               // number of kernels
 )
 
@@ -101,6 +110,10 @@ var table = [Count]Kernel{
 	NormX:     {Name: "normx", Local: 512, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Params: 16, Program: true, MaxEpi: 6},
 	EltX:      {Name: "eltx", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Params: 8, Program: true, MaxEpi: 6},
 	MMX:       {Name: "mmx", Local: 256, Bindings: []int{1, 2, 5, 6, 7}, Params: 12, Program: true, MaxEpi: 4},
+	QMVW4:     {Name: "qmvw4", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMVW8:     {Name: "qmvw8", Local: 64, Bindings: []int{1, 2, 3, 4, 5}, Vec4: [8]bool{1: true, 2: true}, Params: 6},
+	QMVXW4:    {Name: "qmvxw4", Local: 64, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{1: true, 2: true}, Params: 8, Program: true, MaxEpi: 4},
+	QMVXW8:    {Name: "qmvxw8", Local: 64, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{1: true, 2: true}, Params: 8, Program: true, MaxEpi: 4},
 }
 
 // Layout of the fused kernels' parameter block after the header: 8

@@ -55,9 +55,12 @@ func TestChains(t *testing.T) {
 	wf2 := encode(tensor.F32, randVals(r, H, 1), H)
 	wp := encode(tensor.F16, randVals(r, H, 1), H)
 	outScale := encode(tensor.F32, randVals(r, H, 1), 1, H)
+	// Large enough for the wide matrix-vector kernels (4 rows a workgroup).
+	wgate := newQuant(r, 8200, 4*H, 4, 64, tensor.BF16).m
+	wup := newQuant(r, 8200, 4*H, 4, 64, tensor.BF16).m
 	coefs := newDense(r, 16, 4, tensor.BF16).m
 	ident := encode(tensor.F32, randVals(r, 16, 1), 1, 16)
-	vals := make([][]float32, 21)
+	vals := make([][]float32, 22)
 	for i := range vals {
 		vals[i] = randVals(r, 4*H, 1)
 	}
@@ -175,6 +178,14 @@ func TestChains(t *testing.T) {
 			m := mm(be, nt, router)
 			must(t, be.Softcap(m, m, 1))
 			return []*tensor.Tensor{ff, nt, m}
+		}},
+		{"wide products: gate with gelu, up times gate", 2, func(be streamBackend, in func(int, ...int) *tensor.Tensor) []*tensor.Tensor {
+			x := in(21, 1, 4*H)
+			gt := mm(be, x, wgate)
+			must(t, be.GeluTanh(gt, gt))
+			u := mm(be, x, wup)
+			must(t, be.Mul(gt, gt, u))
+			return []*tensor.Tensor{gt, u}
 		}},
 		{"small dense product and a constant added", 1, func(be streamBackend, in func(int, ...int) *tensor.Tensor) []*tensor.Tensor {
 			mod := in(20, 1, 4)

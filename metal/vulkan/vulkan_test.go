@@ -129,10 +129,16 @@ func TestMatMul(t *testing.T) {
 		{"q4 prefill", 7, 70, 192, 4, 64, tensor.BF16, true},
 		{"q8 prefill multi-tile", 65, 33, 64, 8, 32, tensor.F16, true},
 		{"q4 gs16 falls back to tiled", 1, 10, 64, 4, 16, tensor.BF16, true},
-		// More rows than one grid covers (65535 workgroups of QMVRows rows),
-		// as Gemma 3n's 262400-row lm_head: the product goes in chunks.
-		{"q4 decode beyond one grid", 1, 140000, 64, 4, 64, tensor.BF16, true},
+		// Matrices of 2^23 values or more take the wide kernels (4 rows a
+		// workgroup): ragged rows, 2 rows of x.
+		{"q4 wide decode ragged rows", 1, 4099, 2048, 4, 64, tensor.BF16, true},
+		{"q8 wide 2 rows", 2, 4097, 2048, 8, 64, tensor.F16, true},
+		// More rows than one grid covers (65535 workgroups of QMVRows or
+		// QMVWideRows rows), as Gemma 3n's 262400-row lm_head: the product
+		// goes in chunks.
+		{"q4 decode beyond one grid", 1, 140000, 32, 4, 32, tensor.BF16, true},
 		{"q8 decode beyond one grid", 1, 140000, 32, 8, 32, tensor.BF16, true},
+		{"q4 wide beyond one grid", 1, 270000, 32, 4, 32, tensor.BF16, true},
 		{"dense f32", 5, 30, 40, 0, 0, tensor.F32, true},
 		{"dense bf16 decode", 1, 17, 33, 0, 0, tensor.BF16, true},
 		{"dense f16 odd", 2, 3, 7, 0, 0, tensor.F16, false},

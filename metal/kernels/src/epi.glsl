@@ -1,4 +1,4 @@
-// Epilogue programs of the chained kernels (qmvx4/qmvx8 from qmv.comp,
+// Epilogue programs of the chained kernels (qmvx4/qmvx8, qmvxw4/qmvxw8 from qmv.comp,
 // normx, eltx from eltwise.comp, mmx from qmm.comp): elementwise ops that
 // the backend recorded after a launch, on the values it wrote, applied to
 // each value before it is stored, so they cost no launch (and no barrier)
