@@ -185,8 +185,9 @@ type LaunchTimer interface {
 	// when the device cannot time compute work.
 	SetTiming(t Timing) error
 	// Times returns the GPU nanoseconds of plan p's last run, which has
-	// finished (Flush returned), and with TimingLaunches fills launches[i]
-	// with launch i's nanoseconds. ok is false for a plan recorded with
-	// TimingOff.
-	Times(p Plan, launches []float64) (span float64, ok bool, err error)
+	// finished (Flush returned), and the GPU clock at its start in
+	// nanoseconds (to compare with other plans' starts), and with
+	// TimingLaunches fills launches[i] with launch i's nanoseconds. ok is
+	// false for a plan recorded with TimingOff.
+	Times(p Plan, launches []float64) (span, start float64, ok bool, err error)
 }

@@ -23,6 +23,10 @@ type Profile struct {
 	// one's first to last timestamp (a plan waiting for the one before it
 	// or for the host to submit it is not counted).
 	GPU time.Duration
+	// Gaps is the mean time per run between the end of one of its plans
+	// and the start of the next on the GPU's clock: the GPU waiting for
+	// the host to submit the step's next segment.
+	Gaps time.Duration
 	// Step is the mean host time of the Sync that ran the step's last
 	// plan: fusion, lowering, parameter blocks, submit, the wait for the
 	// GPU and the read-back copies. The model's recording of the ops
@@ -58,6 +62,7 @@ type stepTimes struct {
 	barriers int
 	sum      []float64 // nanoseconds per launch, summed over runs
 	span     float64
+	gaps     float64
 	step     time.Duration
 	runs     int
 }
@@ -114,6 +119,7 @@ func (b *Backend) StopProfile() (Profile, error) {
 	n := float64(best.runs)
 	pr.Runs, pr.Plans, pr.Launches, pr.Barriers = best.runs, len(best.plans), len(best.labels), best.barriers
 	pr.GPU = time.Duration(best.span / n)
+	pr.Gaps = time.Duration(best.gaps / n)
 	pr.Step = best.step / time.Duration(best.runs)
 	if pr.Timing != TimingLaunches {
 		return pr, nil
@@ -195,13 +201,17 @@ func (b *Backend) addTimes(step time.Duration) error {
 		g.sum = make([]float64, len(g.labels))
 		b.profSteps = append(b.profSteps, g)
 	}
-	span := 0.0
-	for _, pe := range ran {
-		s, ok, err := timer.Times(pe.plan, pe.times.scratch)
+	span, gaps, end := 0.0, 0.0, 0.0
+	for i, pe := range ran {
+		s, start, ok, err := timer.Times(pe.plan, pe.times.scratch)
 		if err != nil || !ok {
 			return err
 		}
 		span += s
+		if i > 0 && start > end {
+			gaps += start - end
+		}
+		end = start + s
 	}
 	if b.timing == TimingLaunches {
 		at := 0
@@ -213,6 +223,7 @@ func (b *Backend) addTimes(step time.Duration) error {
 		}
 	}
 	g.span += span
+	g.gaps += gaps
 	g.step += step
 	g.runs++
 	return nil

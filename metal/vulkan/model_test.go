@@ -225,7 +225,10 @@ func TestTinyGemma3nEarlySubmit(t *testing.T) {
 
 // TestE2BDecode is the device benchmark: greedy decode on the full-size
 // checkpoint named by MLXCHAT_E2B_DIR (go run ./models/cmd/mkmodel -kind
-// e2b -towers=false -out DIR), reporting tokens/s and weight bytes/s.
+// e2b -towers=false -out DIR) after a prompt of MLXCHAT_E2B_PROMPT tokens
+// (64 unless set), reporting tokens/s and weight bytes/s, then the GPU
+// profile of the decode step (its segments and the GPU's wait between
+// them).
 func TestE2BDecode(t *testing.T) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
 	if dir == "" {
@@ -244,7 +247,11 @@ func TestE2BDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt := make([]int32, 64)
+	np := 64
+	if s, err := strconv.Atoi(os.Getenv("MLXCHAT_E2B_PROMPT")); err == nil && s >= 8 {
+		np = s
+	}
+	prompt := make([]int32, np)
 	for i := range prompt {
 		prompt[i] = int32((i*7919 + 11) % m.Config().VocabSize)
 	}
@@ -257,8 +264,10 @@ func TestE2BDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := time.Now()
-	if _, err := m.Forward(c, prompt, true); err != nil {
-		t.Fatal(err)
+	for at := 0; at < np; at += 512 {
+		if _, err := m.Forward(c, prompt[at:min(np, at+512)], true); err != nil {
+			t.Fatal(err)
+		}
 	}
 	prefill := time.Since(tp)
 	next := []int32{1000}
@@ -297,11 +306,67 @@ func TestE2BDecode(t *testing.T) {
 		(st.StagedBytes-st0.StagedBytes)/int64(steps), (st.WritebackBytes-st0.WritebackBytes)/int64(steps))
 	tps := float64(steps) / el.Seconds()
 	wb := float64(m.WeightBytes())
-	fmt.Printf("BENCH E2B on %s (activations %s): load and first chunk %v, prefill 64 tokens %v, decode %.2f tok/s (%.1f ms/token in Forward, %.1f ms reading logits), %.2f GB weights/token, %.1f GB/s\n",
-		d.Info().Name, d.Info().Activations, tp.Sub(t0).Round(time.Millisecond), prefill.Round(time.Millisecond), tps,
+	fmt.Printf("BENCH E2B on %s (activations %s): load and first chunk %v, prefill %d tokens %v, decode %.2f tok/s (%.1f ms/token in Forward, %.1f ms reading logits), %.2f GB weights/token, %.1f GB/s\n",
+		d.Info().Name, d.Info().Activations, tp.Sub(t0).Round(time.Millisecond), np, prefill.Round(time.Millisecond), tps,
 		float64(inForward.Microseconds())/1e3/float64(steps), float64((el-inForward).Microseconds())/1e3/float64(steps), wb/1e9, tps*wb/1e9)
-	t.Logf("E2B on %s: load and first chunk %v, prefill 64 tokens %v (%.1f tok/s), decode %.2f tok/s, %.2f GB weights/token, %.1f GB/s",
-		d.Info().Name, tp.Sub(t0).Round(time.Millisecond), prefill.Round(time.Millisecond), 64/prefill.Seconds(), tps, wb/1e9, tps*wb/1e9)
+	t.Logf("E2B on %s: load and first chunk %v, prefill %d tokens %v (%.1f tok/s), decode %.2f tok/s, %.2f GB weights/token, %.1f GB/s",
+		d.Info().Name, tp.Sub(t0).Round(time.Millisecond), np, prefill.Round(time.Millisecond), float64(np)/prefill.Seconds(), tps, wb/1e9, tps*wb/1e9)
+	// Where the GPU waits within a step: between its segments.
+	if err := g.StartProfile(gpu.TimingSpan); err != nil {
+		t.Logf("no GPU profile: %v", err)
+		return
+	}
+	ts = time.Now()
+	for range steps {
+		if _, err := m.Forward(c, next, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	el = time.Since(ts)
+	p, err := g.StopProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("BENCH E2B decode step, timed: %.2f ms per token, GPU %.2f ms in %d plans (segments), %.2f ms between them, %.2f ms in Sync, %d launches\n",
+		float64(el.Microseconds())/1e3/float64(steps), float64(p.GPU.Microseconds())/1e3, p.Plans, float64(p.Gaps.Microseconds())/1e3,
+		float64(p.Step.Microseconds())/1e3, p.Launches)
+}
+
+// TestTinyGemma3nProfile profiles the tiny Gemma 3n's decode steps with
+// every launch timed: the profile covers every segment of the step (its
+// plans, launches and kernel rows add up to one step's), and the times
+// are positive.
+func TestTinyGemma3nProfile(t *testing.T) {
+	g, _ := open(t)
+	_, mg := tinyModelPair(t, g, 19)
+	c, err := mg.NewCache(kvcache.DefaultOptions())
+	must(t, err)
+	prompt := []int32{5, 9, 13, 17, 21, 25}
+	_, err = mg.Forward(c, prompt, true)
+	must(t, err)
+	if err := g.StartProfile(gpu.TimingLaunches); err != nil {
+		t.Skipf("no GPU timing here: %v", err)
+	}
+	var perStep int64
+	for range 6 {
+		st0 := g.Stats()
+		_, err := mg.Forward(c, prompt[:1], true)
+		must(t, err)
+		perStep = g.Stats().Dispatches - st0.Dispatches
+	}
+	p, err := g.StopProfile()
+	must(t, err)
+	n := 0
+	for _, k := range p.Kernels {
+		n += k.Launches
+		if k.Time <= 0 {
+			t.Errorf("kernel row %q: %v, want a positive time", k.Name, k.Time)
+		}
+	}
+	t.Logf("profile: %d runs, %d plans, %d launches, %d barriers, GPU %v, gaps %v, Sync %v", p.Runs, p.Plans, p.Launches, p.Barriers, p.GPU, p.Gaps, p.Step)
+	if p.Runs < 4 || p.Plans < 2 || int64(p.Launches) != perStep || n != p.Launches || p.GPU <= 0 || p.Gaps < 0 || p.Barriers == 0 {
+		t.Errorf("profile of %d runs: %d plans, %d launches in %d kernel rows' %d, %d barriers, GPU %v, gaps %v; want at least 4 runs of several plans, the %d launches of a step, positive times", p.Runs, p.Plans, p.Launches, len(p.Kernels), n, p.Barriers, p.GPU, p.Gaps, perStep)
+	}
 }
 
 // TestTinyGemma3nOneSyncPerForward checks the asynchronous forward pass on

@@ -225,17 +225,17 @@ func (d *Driver) SetTiming(t gpu.Timing) error {
 
 // Times reads the timestamps of a plan's last run, which has finished
 // (see gpu.LaunchTimer).
-func (d *Driver) Times(pp gpu.Plan, launches []float64) (float64, bool, error) {
+func (d *Driver) Times(pp gpu.Plan, launches []float64) (float64, float64, bool, error) {
 	pl, ok := pp.(*vplan)
 	if !ok || pl.nq == 0 {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	if cap(pl.ticks) < pl.nq {
 		pl.ticks = make([]uint64, pl.nq)
 	}
 	t := pl.ticks[:pl.nq]
 	if err := vkErr("vkGetQueryPoolResults", d.v.GetQueryPoolResults(d.dev, pl.queries, 0, uint32(pl.nq), uintptr(8*pl.nq), p(&t[0]), 8, queryResult64|queryWait)); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	mask := ^uint64(0)
 	if d.tsBits < 64 {
@@ -247,7 +247,7 @@ func (d *Driver) Times(pp gpu.Plan, launches []float64) (float64, bool, error) {
 			launches[i] = ns(t[i], t[i+1])
 		}
 	}
-	return ns(t[0], t[pl.nq-1]), true, nil
+	return ns(t[0], t[pl.nq-1]), float64(t[0]&mask) * d.tsPeriod, true, nil
 }
 
 // Copy records the copies into a one-time command buffer, between barriers
