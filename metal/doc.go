@@ -151,6 +151,22 @@
 // 512,2048 --decode 128); bench --profile: 9.19 ms per token, GPU 6.81 ms
 // (main 10.39 and 7.42). Every metal/vulkan test passed there.
 //
+// 2026-12-04, later: early submits (gpu/step.go: the step's first
+// segments go to the GPU while the model records the rest; Sync waits
+// once) took decode from 104.2 to 122.2 tok/s at 512 of context and from
+// 96.3 to 119.2 at 2048 (MLXCHAT_GPU_EARLY=0: 99.1 / 96.4), medians of 3
+// interleaved with main in one device session (mlxchat bench --backend
+// vulkan --prompt-lens 512,2048 --decode 128); bench --profile: 10.19 ->
+// 8.19 ms per token, GPU 6.80 -> 6.83 ms in 6 segments. Wide
+// matrix-vector kernels (qmvw4 and kin, 4 rows a workgroup, for products
+// of 2^23 weights or more) on top, in a second session: 96.6 (main) /
+// 116.8 (early submits) -> 122.2 tok/s at 512, 91.5 / 113.5 -> 117.9 at
+// 2048; GPU 6.47 ms per token, gate/up 17.4 -> 12.1 us, lm_head 326 ->
+// 195 us. The GPU now waits for the host ~1.1 ms per token at 512 of
+// context, before a step's first segment and after its last, 0.07 ms
+// between segments (TestE2BDecode with MLXCHAT_E2B_PROMPT=512). Every
+// metal/vulkan test passed there.
+//
 // Not measured anywhere: Metal itself (no Mac here).
 //
 // # First run on a Mac

@@ -18,6 +18,7 @@
 //	MLXCHAT_GPU_BENCH=1 go test ./metal/vulkan -run MatVecBandwidth -v
 //	go run ./models/cmd/mkmodel -kind e2b -towers=false -out /tmp/e2b
 //	MLXCHAT_E2B_DIR=/tmp/e2b go test ./metal/vulkan -run E2BDecode -v
+//	MLXCHAT_E2B_DIR=/tmp/e2b MLXCHAT_E2B_PROMPT=512 go test ./metal/vulkan -run E2BDecode -v
 //	go test ./metal/vulkan -run '^$' -bench Record
 //	go run . bench /tmp/e2b --backend vulkan --prompt-lens 512 --decode 64 --profile
 //
