@@ -470,7 +470,7 @@ func (e *emu) exec(in *emuInst) {
 	a := in.args
 	last := func() emuOpnd { return a[len(a)-1] }
 	switch in.op {
-	case "PREFETCHT0", "VZEROUPPER":
+	case "PREFETCHT0", "PREFETCHT1", "VZEROUPPER":
 	case "MOVQ":
 		e.gpwrite(a[1], e.gpread(a[0], in), in)
 	case "ADDQ":

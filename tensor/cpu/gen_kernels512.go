@@ -35,6 +35,7 @@ const (
 	offPf4     = 144
 	offPf1     = 152
 	offWfull   = 160
+	offPfL2    = 168
 )
 
 type variant struct{ bits, gs int }
@@ -289,10 +290,22 @@ func (g *gen) pass(v variant, R int) {
 	g.f("\tJZ %s_tail", tag)
 	g.f("%s_blk:", tag)
 	g.body(v, R, false)
+	// Prefetch into L1, or only into L2 when pfl2 is set: with a long x
+	// (its limbs, the pass in use and the lines prefetched ahead more than
+	// L1 holds), lines prefetched into L1 pushed x and each other out
+	// before use (qzSetup).
 	lines := R * v.blockBytes() / 64
+	g.f("\tCMPQ %d(DI), $0", offPfL2)
+	g.f("\tJNE %s_pf2", tag)
 	for i := 0; i < lines; i++ {
 		g.f("\tPREFETCHT0 %d(R12)", 64*i)
 	}
+	g.f("\tJMP %s_pfd", tag)
+	g.f("%s_pf2:", tag)
+	for i := 0; i < lines; i++ {
+		g.f("\tPREFETCHT1 %d(R12)", 64*i)
+	}
+	g.f("%s_pfd:", tag)
 	g.f("\tADDQ $%d, R12", 64*lines)
 	g.f("\tADDQ $%d, AX", v.blockBytes())
 	g.f("\tADDQ $%d, DX", v.blockBytes())

@@ -45,6 +45,7 @@ type qzArgs struct {
 	pf4     int    // prefetch distance of the 4-row passes, bytes
 	pf1     int    // and of the single-row passes
 	wfull   int    // blocks · bytes per block
+	pfl2    int    // 1: prefetch weights into L2 only (qzSetup)
 }
 
 // The kernels: bits 4 or 8, group size 32, 64 or 128 (kernels512_amd64.s).
@@ -208,6 +209,14 @@ func qzSetup(w *tensor.Matrix, xq []int16, sxs []float32) qzArgs {
 	}
 	a.sfmt = scaleFormat(w)
 	a.pf4 = 8 * a.wstride // two 4-row passes ahead
+	// x's limbs (4 bytes an element) are read again by every pass. When they
+	// and the weights prefetched ahead fill L1 (32 KiB on Zen 4), prefetch
+	// into L2 only: into L1 the lines evicted x and each other before use,
+	// and an 8192-wide matrix (E2B's down_proj) streamed at 11 GB/s on one
+	// core where a 2048-wide one reached 19-21 (BenchmarkQuantMatVec).
+	if 4*in+a.pf4 >= 32<<10 {
+		a.pfl2 = 1
+	}
 	a.pf1 = 2 * a.wstride
 	a.xq = unsafe.Pointer(unsafe.SliceData(xq))
 	a.sxs = unsafe.Pointer(unsafe.SliceData(sxs))

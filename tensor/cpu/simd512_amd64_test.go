@@ -41,6 +41,7 @@ func TestQzArgsLayout(t *testing.T) {
 		{"pf4", unsafe.Offsetof(a.pf4), 144},
 		{"pf1", unsafe.Offsetof(a.pf1), 152},
 		{"wfull", unsafe.Offsetof(a.wfull), 160},
+		{"pfl2", unsafe.Offsetof(a.pfl2), 168},
 	} {
 		if f.got != f.want {
 			t.Errorf("qzArgs.%s at offset %d, the assembly reads it at %d", f.name, f.got, f.want)
