@@ -97,6 +97,25 @@
 // best-of because the machines are shared, and only ratios measured in
 // one run mean much.
 //
+// AMD EPYC (Zen 4, family 25 model 17), 2 cores, AVX-512 with VNNI and
+// BF16, quiet unless said (December 2026):
+//
+//	go test -bench 'QuantKernelL2' ./tensor/cpu (1 core, under load 4-5,
+//	  best-of): avx512 q4 g32/g64/g128 24.0/22.6/21.8 GB/s, q8
+//	  36.1/36.1/42.4; avx2 q4 15.4-15.8, q8 27.3-31.0. Two int16 limbs of x
+//	  make ~20 zmm instructions per 64 bytes of 4-bit weights, so one core
+//	  is bound near 22 GB/s by instruction throughput.
+//	go test -bench 'ReadBandwidth': 30.8 GB/s on 1 core, 61.6 on 2.
+//	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
+//	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
+//	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x
+//	  (qzSetup's pfl2).
+//	go test -bench 'QuantMatMul/.*n=512/threads=1': 95.5-99.5 GFLOP/s (Zen
+//	  4 runs a 512-bit FMA in two halves: about 112 GFLOP/s a core at its
+//	  clock).
+//	go test -bench 'AttentionDecode' (2 threads, 2048 keys, under load):
+//	  per-(row, head) jobs 1.17-1.96 ms, blocked 0.75-0.88 ms.
+//
 // AMD EPYC (Zen 3, family 25 model 1), 2 cores, AVX2 (no AVX-512), load
 // average 2-4 from other work (December 2026):
 //
