@@ -95,6 +95,20 @@ type StreamOps interface {
 	SwapAxes01(dst, x *Tensor) error
 }
 
+// GatedOps is implemented by backends that can skip the rows of a
+// projection whose products a gate zeroes. Gemma 3n's sparse layers keep
+// about 5% of the gate's activations (GaussianTopK), so most of up_proj's
+// rows only ever meet a zero; a backend without it computes the whole
+// projection and multiplies (MatMul, Add, Mul), with the same result.
+type GatedOps interface {
+	// GatedMatMul multiplies each non-zero g[r, j] by x[r]·w[j] + bias[j]
+	// and leaves the zeros as they are: g [n, w.Out], x [n, w.In], bias
+	// nil or F32 [1, w.Out]. It is MatMul into u, Add of the bias and
+	// Mul(g, g, u) wherever g is non-zero, and 0 where g is zero (also when
+	// that row's product is not finite).
+	GatedMatMul(g, x *Tensor, w *Matrix, bias *Tensor) error
+}
+
 // WeightMapper is implemented by backends that can read weights in place
 // from memory-mapped checkpoint files instead of copying each tensor (the
 // Metal backend wraps whole files in no-copy GPU buffers). A model loader

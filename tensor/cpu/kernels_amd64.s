@@ -1679,3 +1679,16 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchLines(p *byte, n int)
+// PREFETCHT0 of the n 64-byte lines from p (n > 0).
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+
+pfloop:
+	PREFETCHT0 (AX)
+	ADDQ       $64, AX
+	DECQ       CX
+	JNZ        pfloop
+	RET

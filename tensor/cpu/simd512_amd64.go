@@ -179,6 +179,58 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	})
 }
 
+// matvecRows512 is matvec512 for the rows of w listed in rows
+// (ascending), writing dst[k] = x·w[rows[k]]. Each worker copies its rows,
+// gatherChunk at a time, with their scales and biases into one contiguous
+// block in scratch and runs the kernel over the block: alone, a row takes
+// the single-row pass, which loads and widens x for every row where the
+// four-row pass shares that work (2.7x the time per row).
+func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32) {
+	in, gs, bits := w.In, w.GroupSize, w.Bits
+	groups := in / gs
+	xqBuf := b.getBuf(xzLen(in) / 2)
+	defer b.putBuf(xqBuf)
+	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
+	sxsBuf := b.getBuf(sxsLen(groups))
+	defer b.putBuf(sxsBuf)
+	sxs := *sxsBuf
+	xzQuantize512(xq, sxs, x, gs, bits)
+	a := qzSetup(w, xq, sxs)
+	kern := qzKernel(bits, gs)
+	ws, ss := a.wstride, a.sstride
+	b.pool.splitParts(len(rows), 16, 4*b.threads, func(lo, hi int) {
+		cBuf := b.getBuf(qzScratchLen(a))
+		defer b.putBuf(cBuf)
+		blockBytes := gatherChunk * (ws + 2*ss)
+		gBuf := b.getBuf((blockBytes + 3) / 4)
+		defer b.putBuf(gBuf)
+		blk := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*gBuf))), blockBytes)
+		wb, sb, bb := blk[:gatherChunk*ws], blk[gatherChunk*ws:gatherChunk*(ws+ss)], blk[gatherChunk*(ws+ss):]
+		wd, sd, bd := w.W.Data, w.Scales.Data, w.Biases.Data
+		t := a
+		t.bsoff = uintptr(gatherChunk * ss)
+		t.c = unsafe.Pointer(unsafe.SliceData(*cBuf))
+		t.w = unsafe.Pointer(unsafe.SliceData(wb))
+		t.s = unsafe.Pointer(unsafe.SliceData(sb))
+		fetch := gatherFetch(w, rows, hi)
+		fetch(lo)
+		for c0 := lo; c0 < hi; c0 += gatherChunk {
+			c1 := min(c0+gatherChunk, hi)
+			fetch(c1)
+			for k := c0; k < c1; k++ {
+				j, i := int(rows[k]), k-c0
+				copy(wb[i*ws:(i+1)*ws], wd[j*ws:(j+1)*ws])
+				copy(sb[i*ss:(i+1)*ss], sd[j*ss:(j+1)*ss])
+				copy(bb[i*ss:(i+1)*ss], bd[j*ss:(j+1)*ss])
+			}
+			u := t
+			u.rows = c1 - c0
+			u.dst = unsafe.Pointer(&dst[c0])
+			kern(&u)
+		}
+	})
+}
+
 // qzScratchLen is the float length of a worker's c buffer for a.
 func qzScratchLen(a qzArgs) int { return (4*a.cstride + 64) / 4 }
 

@@ -105,6 +105,11 @@ func q8h64b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gp
 //go:noescape
 func q8h128b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
+// prefetchLines prefetches the n > 0 cache lines from p into L1.
+//
+//go:noescape
+func prefetchLines(p *byte, n int)
+
 // splitBF16 says whether qmatSplitBF16SIMD exists here.
 const splitBF16 = true
 

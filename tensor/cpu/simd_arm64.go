@@ -27,6 +27,13 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	panic("cpu: AVX-512 kernel called on arm64")
 }
 
+func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32) {
+	panic("cpu: AVX-512 kernel called on arm64")
+}
+
+// prefetchLines does nothing here (amd64 prefetches).
+func prefetchLines(p *byte, n int) {}
+
 func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
 	panic("cpu: AVX-512 kernel called on arm64")
 }

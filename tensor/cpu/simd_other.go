@@ -72,6 +72,13 @@ func geluSIMD(dst, src []float32) {
 	}
 }
 
+func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}
+
+// prefetchLines does nothing here (amd64 prefetches).
+func prefetchLines(p *byte, n int) {}
+
 func (b *Backend) matmul512(dst, x []float32, n int, w *tensor.Matrix) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }
