@@ -309,10 +309,15 @@ func (b *Backend) noteWrites() {
 		return
 	}
 	st := &b.step
-	for _, a := range st.acc {
-		if a.write && a.st != nil && !a.st.internal {
-			ch := a.st.ch
-			st.back = append(st.back, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
+	// The launches as run: st.acc also holds the accesses of launches
+	// chain folded away and, after a replay, those a rebuilt launch had
+	// when its rewrite was kept (a logits tensor of an earlier step).
+	for _, r := range st.recs {
+		for _, a := range st.acc[r.a0:r.a1] {
+			if a.write && a.st != nil && !a.st.internal {
+				ch := a.st.ch
+				st.back = append(st.back, CopyRegion{Src: ch.dev, Dst: ch.buf, SrcOff: a.lo, DstOff: a.lo, Size: a.hi - a.lo})
+			}
 		}
 	}
 }

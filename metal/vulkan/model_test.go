@@ -180,6 +180,56 @@ func TestTinyGemma3nRemote(t *testing.T) {
 	t.Logf("twin uploads %d bytes, read back %d bytes, %d plan runs, %d plans recorded", st.TwinUploads, st.TwinReadback, st.PlanRuns, st.PlanRecords)
 }
 
+// TestTinyGemma3nReadback decodes the tiny Gemma 3n with activations in
+// host memory and device twins, keeping every step's logits so each step
+// allocates them anew: every decode step writes the same bytes, so every
+// one must copy back as many (a replayed chain rewrite once also copied
+// back the logits of the step it was kept from).
+func TestTinyGemma3nReadback(t *testing.T) {
+	open(t)
+	t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", "host")
+	g, d, err := Open()
+	must(t, err)
+	defer g.Close()
+	if !d.ActivationsRemote() {
+		t.Fatalf("activations %q: want remote", d.Info().Activations)
+	}
+	_, mg := tinyModelPair(t, g, 29)
+	c, err := mg.NewCache(kvcache.DefaultOptions())
+	must(t, err)
+	lg, err := mg.Forward(c, []int32{5, 9, 13, 17, 21, 25, 29, 33}, true)
+	must(t, err)
+	kept := []*tensor.Tensor{lg}
+	var back []int64
+	for range 10 {
+		st0 := g.Stats()
+		lg, err = mg.Forward(c, []int32{argmax(lg.F32())}, true)
+		must(t, err)
+		kept = append(kept, lg)
+		back = append(back, g.Stats().TwinReadback-st0.TwinReadback)
+	}
+	for i, n := range back {
+		if n != back[0] || n < int64(len(lg.Data)) {
+			t.Fatalf("bytes copied back per decode step %v: want the same every step, at least the %d of the logits", back, len(lg.Data))
+		}
+		if i > 0 && &kept[i].Data[0] == &kept[i-1].Data[0] {
+			t.Fatalf("decode steps %d and %d wrote their logits to the same memory", i-1, i)
+		}
+	}
+	t.Logf("%d bytes copied back per decode step", back[0])
+}
+
+// argmax is the index of the largest value (the first on ties).
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
 // TestTinyGemma3nEarlySubmit runs the tiny Gemma 3n (chunked prefill,
 // then decode) with early submits off and on, with activations where the
 // device puts them and in host memory with device twins: a step then runs
