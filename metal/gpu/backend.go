@@ -217,6 +217,7 @@ type Stats struct {
 	ReusedBytes    int64 // host-tensor bytes served from an unchanged earlier upload
 	TwinUploads    int64 // activation bytes copied to device twins (remote drivers)
 	TwinReadback   int64 // activation bytes copied back from device twins at Sync
+	DiscardedBytes int64 // bytes written into discarded tensors and so not copied back (Discard)
 }
 
 // ProfileStaging starts (on) or stops counting staged bytes per tensor

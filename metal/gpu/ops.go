@@ -650,14 +650,53 @@ func (b *Backend) Softmax(dst, x *tensor.Tensor) error {
 
 // Argmax writes the index of the largest value of each row of x into
 // dst (I32 or U32 of x.Rows() elements), so greedy decoding reads back one
-// integer per step. Ties pick the first index.
+// integer per step: the first index on ties; only values above -Inf count
+// (NaN never does), and a row without any gives 0 (tensor.ArgmaxF32).
+// Rows of at least argmaxSplit values are read by many workgroups (parts
+// of argmaxSpan values each) whose results a second launch merges.
 func (b *Backend) Argmax(dst, x *tensor.Tensor) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if dst == nil || (dst.DType != tensor.I32 && dst.DType != tensor.U32) || dst.Len() != x.Rows() || len(dst.Data) != 4*dst.Len() {
+	if dst == nil || x == nil || (dst.DType != tensor.I32 && dst.DType != tensor.U32) || dst.Len() != x.Rows() || len(dst.Data) != 4*dst.Len() {
 		return b.fail(fmt.Errorf("argmax: dst %v, want I32 of %d values", dst, x.Rows()))
 	}
-	return b.fail(b.rowOp("argmax", kernels.Argmax, dst, x))
+	return b.fail(b.argmax(dst, x))
+}
+
+// Argmax's split: rows of at least argmaxSplit values run as parts of
+// argmaxSpan values (16 per invocation; the E2B vocabulary of 262144 in
+// 128 workgroups), each writing its best (key, index), then one merge
+// launch per row.
+const (
+	argmaxSpan  = 2048
+	argmaxSplit = 4 * argmaxSpan
+)
+
+func (b *Backend) argmax(dst, x *tensor.Tensor) error {
+	if err := checkF32("argmax", " x", x); err != nil {
+		return err
+	}
+	rows, n := x.Rows(), lastDim(x)
+	if n > math.MaxUint32/2 {
+		return fmt.Errorf("argmax: rows of %d values", n)
+	}
+	span := max(argmaxSpan, ceilDiv(ceilDiv(n, 65535), 128)*128)
+	parts := ceilDiv(n, span)
+	if n < argmaxSplit || rows > 65535 {
+		args := [8]arg{1: in(x), 2: out(dst)}
+		return b.launch(kernels.Argmax, &args, []uint32{uint32(n), uint32(rows), 0, 0}, gridRows(rows))
+	}
+	part, err := b.scratch(2 * rows * parts)
+	if err != nil {
+		return err
+	}
+	args := [8]arg{1: in(x), 2: part}
+	if err := b.launch(kernels.Argmax, &args, []uint32{uint32(n), uint32(rows), uint32(span), 1}, [3]int{parts, rows, 1}); err != nil {
+		return err
+	}
+	part.write = false
+	margs := [8]arg{1: part, 2: out(dst)}
+	return b.launch(kernels.Argmax, &margs, []uint32{uint32(parts), uint32(rows), 0, 2}, gridRows(rows))
 }
 
 func (b *Backend) rowOp(what string, id kernels.ID, dst, x *tensor.Tensor) error {
@@ -677,4 +716,7 @@ func (b *Backend) rowOp(what string, id kernels.ID, dst, x *tensor.Tensor) error
 	return b.launch(id, &args, []uint32{uint32(lastDim(x)), uint32(rows)}, gridRows(rows))
 }
 
-var _ tensor.Backend = (*Backend)(nil)
+var (
+	_ tensor.Backend   = (*Backend)(nil)
+	_ tensor.ArgmaxOps = (*Backend)(nil)
+)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"mlxchat/metal/kernels"
+	"mlxchat/tensor"
 )
 
 // A step is everything recorded between two Syncs. Ops append launch
@@ -113,8 +114,9 @@ type stepState struct {
 	// again or released before the Flush.
 	inflight []*planEntry
 	// back collects the activation ranges the step's segments wrote, read
-	// back at Sync (remote drivers).
-	back []CopyRegion
+	// back at Sync (remote drivers); discard holds the ranges of tensors
+	// whose host copy is not wanted (Backend.Discard), left out of it.
+	back, discard []CopyRegion
 	// segs counts the step's early submits; the next comes before the
 	// first volatile launch once cutAt launches are recorded.
 	segs, cutAt int
@@ -228,7 +230,7 @@ func (b *Backend) runStep() error {
 	st := &b.step
 	defer func() {
 		st.recs, st.words, st.acc, st.uploads = st.recs[:0], st.words[:0], st.acc[:0], st.uploads[:0]
-		st.inflight, st.back = st.inflight[:0], st.back[:0]
+		st.inflight, st.back, st.discard = st.inflight[:0], st.back[:0], st.discard[:0]
 		st.segs, st.cutAt = 0, firstSegment
 	}()
 	if len(st.recs) == 0 && len(st.uploads) == 0 && len(st.inflight) == 0 && len(st.back) == 0 {
@@ -346,11 +348,64 @@ func (b *Backend) readBack() error {
 		}
 		merged = append(merged, r)
 	}
+	merged = b.dropDiscarded(merged)
+	if len(merged) == 0 {
+		return nil
+	}
 	for _, r := range merged {
 		b.stats.TwinReadback += r.Size
 	}
 	st.back = merged[:0]
 	return b.remote.Copy(merged)
+}
+
+// dropDiscarded removes the step's discarded ranges from the read-back
+// regions rs (sorted and merged), cutting a region in two where a range
+// lies inside it.
+func (b *Backend) dropDiscarded(rs []CopyRegion) []CopyRegion {
+	for _, d := range b.step.discard {
+		lo, hi := d.SrcOff, d.SrcOff+d.Size
+		out := rs[:0:0]
+		for _, r := range rs {
+			if r.Src != d.Src || r.SrcOff >= hi || r.SrcOff+r.Size <= lo {
+				out = append(out, r)
+				continue
+			}
+			b.stats.DiscardedBytes += min(hi, r.SrcOff+r.Size) - max(lo, r.SrcOff)
+			if r.SrcOff < lo {
+				head := r
+				head.Size = lo - r.SrcOff
+				out = append(out, head)
+			}
+			if end := r.SrcOff + r.Size; end > hi {
+				tail := r
+				tail.SrcOff, tail.DstOff, tail.Size = hi, r.DstOff+(hi-r.SrcOff), end-hi
+				out = append(out, tail)
+			}
+		}
+		rs = out
+	}
+	return rs
+}
+
+// Discard tells the backend that the host will not read t's Data after
+// the next Sync (its values only feed ops recorded in this step, such as
+// the logits an Argmax reads): on remote drivers that Sync copies back
+// nothing the step wrote into t, so Data keeps older bytes. Ops recorded
+// later still read t's current values on the GPU. Elsewhere (Data is the
+// GPU's memory, or t is not an activation) it changes nothing.
+func (b *Backend) Discard(t *tensor.Tensor) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.remote == nil || t == nil || len(t.Data) == 0 {
+		return
+	}
+	st := b.activation(t)
+	if st == nil || st.ch.dev == nil {
+		return
+	}
+	lo := st.off + int64(dataPtr(t.Data)-st.base)
+	b.step.discard = append(b.step.discard, CopyRegion{Src: st.ch.dev, SrcOff: lo, Size: int64(len(t.Data))})
 }
 
 // bufOrder orders buffers for merging copy regions (any fixed order will

@@ -37,7 +37,7 @@ const (
 	AttnMerge           // combines split-key attention partials
 	Eltwise             // add, mul, scale, softcap, gelu-tanh, copy, silu
 	Softmax             // row softmax
-	Argmax              // row argmax
+	Argmax              // row argmax (one pass, or parts of long rows then their merge)
 	RowStat             // Gemma 3n Gaussian top-k and RMS matching
 	Streams             // Gemma 3n stream mixing, scaled adds, axis swap
 	QMVT4               // fused decode launch: 4-bit matrix-vector segments, then a tail of small ops
@@ -98,7 +98,7 @@ var table = [Count]Kernel{
 	AttnMerge: {Name: "attnmerge", Local: 128, Bindings: []int{1, 2}, Params: 3},
 	Eltwise:   {Name: "eltwise", Local: 256, Bindings: []int{1, 2, 3}, Params: 4},
 	Softmax:   {Name: "softmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
-	Argmax:    {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 2},
+	Argmax:    {Name: "argmax", Local: 128, Bindings: []int{1, 2}, Params: 4},
 	RowStat:   {Name: "rowstat", Local: 128, Bindings: []int{1, 2, 3}, Params: 4},
 	Streams:   {Name: "streams", Local: 256, Bindings: []int{1, 2, 3, 4}, Params: 6},
 	QMVT4:     {Name: "qmvt4", Local: 256, Bindings: []int{1, 2, 3, 4, 5, 6, 7}, Vec4: [8]bool{2: true}, Params: 8, Program: true},

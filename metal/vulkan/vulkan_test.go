@@ -656,6 +656,79 @@ func TestSoftmaxArgmax(t *testing.T) {
 	}
 }
 
+// TestArgmaxRows checks Argmax against tensor.ArgmaxF32 (the host's
+// greedy choice) on rows short enough for one workgroup and long enough to
+// be split into parts and merged (a ragged last part, ties across parts,
+// NaN, infinities, signed zeros, subnormals only the exact comparison
+// tells apart), reading GPU and host tensors.
+func TestArgmaxRows(t *testing.T) {
+	b, _ := open(t)
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	sub := math.Float32frombits(1) // the smallest subnormal
+	for _, n := range []int{1000, 8191, 8192, 2048*9 + 77} {
+		for _, onGPU := range []bool{false, true} {
+			r := rand.New(rand.NewPCG(uint64(n), 7))
+			rows := make([][]float32, 0, 12)
+			row := func(f func(v []float32)) {
+				v := randVals(r, n, 10)
+				f(v)
+				rows = append(rows, v)
+			}
+			row(func(v []float32) { v[n-1] = 100 })                        // in the last (ragged) part
+			row(func(v []float32) { v[n/3], v[n-2] = 100, 100 })           // a tie across parts: the first
+			row(func(v []float32) { v[5], v[6] = 100, 100 })               // a tie in one invocation's neighbours
+			row(func(v []float32) { v[0], v[n/2] = nan, 100; v[1] = nan }) // NaN never wins
+			row(func(v []float32) {
+				for i := range v {
+					v[i] = float32(math.Inf(-1))
+				}
+			}) // nothing above -Inf: 0
+			row(func(v []float32) {
+				for i := range v {
+					v[i] = nan
+				}
+				v[n-5] = -inf
+			}) // only NaN and -Inf: 0
+			row(func(v []float32) { v[n/2], v[n/4] = inf, inf }) // +Inf ties: the first
+			row(func(v []float32) {
+				for i := range v {
+					v[i] = -1 - float32(i%7)
+				}
+				v[n-3], v[n/5] = 0, float32(math.Copysign(0, -1))
+			}) // -0 equals +0: the first
+			row(func(v []float32) {
+				for i := range v {
+					v[i] = -float32(i%5 + 1)
+				}
+				v[7], v[n-9] = 0, sub
+			}) // a subnormal above 0
+			row(func(v []float32) {
+				for i := range v {
+					v[i] = -float32(i%5+1) * 1e-3
+				}
+				v[n-9], v[8] = -sub, 0
+			}) // 0 above a negative subnormal
+			flat := make([]float32, 0, len(rows)*n)
+			for _, v := range rows {
+				flat = append(flat, v...)
+			}
+			x := put(b, onGPU, flat, len(rows), n)
+			idx := tensor.New(tensor.U32, len(rows))
+			if err := b.Argmax(idx, x); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range rows {
+				if got, want := idx.U32()[i], tensor.ArgmaxF32(v); int(got) != want {
+					t.Errorf("n %d, GPU tensor %v, row %d: argmax %d, want %d", n, onGPU, i, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestOneStep records a small layer (gather, norm, matmul, gelu, residual
 // add, softcap, argmax) through host and GPU tensors in one command buffer
 // and checks every intermediate after the single Sync.

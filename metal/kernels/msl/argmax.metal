@@ -17,11 +17,13 @@ struct Params
     uint ob7;
     uint n;
     uint rows;
+    uint span;
+    uint mode;
 };
 
 struct X
 {
-    float x[1];
+    uint x[1];
 };
 
 struct D
@@ -37,116 +39,135 @@ uint linear_group(thread uint3& gl_WorkGroupID, thread uint3& gl_NumWorkGroups)
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x) + gl_WorkGroupID.x;
 }
 
-kernel void argmax(constant Params& p [[buffer(0)]], const device X& _76 [[buffer(1)]], device D& _204 [[buffer(2)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]])
+static inline __attribute__((always_inline))
+uint key(thread uint& b)
 {
-    threadgroup float bv[128];
-    threadgroup uint bi[128];
-    uint row = linear_group(gl_WorkGroupID, gl_NumWorkGroups);
+    if ((b & 2147483647u) > 2139095040u)
+    {
+        return 0u;
+    }
+    if (b == 2147483648u)
+    {
+        b = 0u;
+    }
+    uint _49;
+    if ((b & 2147483648u) != 0u)
+    {
+        _49 = ~b;
+    }
+    else
+    {
+        _49 = b | 2147483648u;
+    }
+    return _49;
+}
+
+kernel void argmax(constant Params& p [[buffer(0)]], const device X& _141 [[buffer(1)]], device D& _304 [[buffer(2)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]])
+{
+    threadgroup uint sk[128];
+    threadgroup uint si[128];
+    uint t = gl_LocalInvocationID.x;
+    uint row;
+    uint lo;
+    uint hi;
+    if (p.mode == 1u)
+    {
+        row = gl_WorkGroupID.y;
+        lo = gl_WorkGroupID.x * p.span;
+        hi = min(p.n, (lo + p.span));
+    }
+    else
+    {
+        row = linear_group(gl_WorkGroupID, gl_NumWorkGroups);
+        lo = 0u;
+        hi = p.n;
+    }
     if (row >= p.rows)
     {
         return;
     }
-    uint t = gl_LocalInvocationID.x;
-    uint base = row * p.n;
-    float best = as_type<float>(4286578688u);
-    uint idx = 4294967295u;
-    for (uint i = t; i < p.n; i += 128u)
+    uint bk = 8388607u;
+    uint bi = 4294967295u;
+    if (p.mode == 2u)
     {
-        float v = _76.x[(p.ob1 + base) + i];
-        bool _90 = v > best;
-        bool _102;
-        if (!_90)
+        uint base = p.ob1 + ((2u * row) * p.n);
+        for (uint i = t; i < p.n; i += 128u)
         {
-            bool _95 = idx == 4294967295u;
-            bool _101;
-            if (_95)
+            uint k = _141.x[base + (2u * i)];
+            if (k > bk)
             {
-                _101 = !isnan(v);
+                bk = k;
+                bi = _141.x[(base + (2u * i)) + 1u];
             }
-            else
-            {
-                _101 = _95;
-            }
-            _102 = _101;
-        }
-        else
-        {
-            _102 = _90;
-        }
-        if (_102)
-        {
-            best = v;
-            idx = i;
         }
     }
-    bv[t] = best;
-    bi[t] = idx;
+    else
+    {
+        uint base_1 = p.ob1 + (row * p.n);
+        uint _178 = lo + t;
+        for (uint i_1 = _178; i_1 < hi; i_1 += 128u)
+        {
+            uint param = _141.x[base_1 + i_1];
+            uint _194 = key(param);
+            uint k_1 = _194;
+            if (k_1 > bk)
+            {
+                bk = k_1;
+                bi = i_1;
+            }
+        }
+    }
+    uint mk = simd_max(bk);
+    uint mi = simd_min((bk == mk) ? bi : 4294967295u);
+    bool _215 = simd_is_first();
+    if (_215)
+    {
+        sk[gl_SubgroupID] = mk;
+        si[gl_SubgroupID] = mi;
+    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint s = 64u; s > 0u; s = s >> uint(1))
-    {
-        if (t < s)
-        {
-            float ov = bv[t + s];
-            uint oi = bi[t + s];
-            bool _153 = oi != 4294967295u;
-            bool _186;
-            if (_153)
-            {
-                bool _159 = bi[t] == 4294967295u;
-                bool _168;
-                if (!_159)
-                {
-                    _168 = ov > bv[t];
-                }
-                else
-                {
-                    _168 = _159;
-                }
-                bool _185;
-                if (!_168)
-                {
-                    bool _176 = ov == bv[t];
-                    bool _184;
-                    if (_176)
-                    {
-                        _184 = oi < bi[t];
-                    }
-                    else
-                    {
-                        _184 = _176;
-                    }
-                    _185 = _184;
-                }
-                else
-                {
-                    _185 = _168;
-                }
-                _186 = _185;
-            }
-            else
-            {
-                _186 = _153;
-            }
-            if (_186)
-            {
-                bv[t] = ov;
-                bi[t] = oi;
-            }
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
     if (t == 0u)
     {
-        uint _213;
-        if (bi[0] == 4294967295u)
+        uint k_2 = sk[0];
+        uint i_2 = si[0];
+        for (uint s = 1u; s < gl_NumSubgroups; s++)
         {
-            _213 = 0u;
+            bool _255 = sk[s] > k_2;
+            bool _272;
+            if (!_255)
+            {
+                bool _263 = sk[s] == k_2;
+                bool _271;
+                if (_263)
+                {
+                    _271 = si[s] < i_2;
+                }
+                else
+                {
+                    _271 = _263;
+                }
+                _272 = _271;
+            }
+            else
+            {
+                _272 = _255;
+            }
+            if (_272)
+            {
+                k_2 = sk[s];
+                i_2 = si[s];
+            }
+        }
+        if (p.mode == 1u)
+        {
+            uint o = p.ob2 + (2u * ((row * gl_NumWorkGroups.x) + gl_WorkGroupID.x));
+            _304.dst[o] = k_2;
+            _304.dst[o + 1u] = i_2;
         }
         else
         {
-            _213 = bi[0];
+            _304.dst[p.ob2 + row] = (i_2 == 4294967295u) ? 0u : i_2;
         }
-        _204.dst[p.ob2 + row] = _213;
     }
 }
 
