@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"mlxchat/tensor"
 )
 
 // BenchResult is one prompt length's measurement.
@@ -28,7 +30,9 @@ type launchCounter interface {
 
 // Bench measures prefill of promptLen synthetic tokens in chunks of
 // s.PrefillChunk (under s.MaxKV), then decodes decode tokens greedily with
-// stop tokens ignored, on a fresh cache of the bundle's model. The prompt
+// stop tokens ignored, on a fresh cache of the bundle's model: each step's
+// token is the model's argmax (models.Greedy, taken on the GPU on GPU
+// backends), as in a chat at temperature 0. The prompt
 // ids are deterministic and spread over the vocabulary. It must not run
 // while an Engine uses the same bundle.
 func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (BenchResult, error) {
@@ -77,12 +81,12 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 			l0, s0 = lc.LaunchCounts()
 		}
 		t0 = time.Now()
+		tok := int32(tensor.ArgmaxF32(logits))
 		for i := 0; i < decode; i++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			tok := int32(argmaxF32(logits))
-			if logits, _, err = m.forward([]int32{tok}); err != nil {
+			if tok, _, err = m.forwardArgmax([]int32{tok}); err != nil {
 				return fmt.Errorf("bench decode step %d: %w", i+1, err)
 			}
 			r.DecodeTokens++
@@ -97,14 +101,4 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 		return nil
 	})
 	return r, err
-}
-
-func argmaxF32(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

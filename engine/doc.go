@@ -84,7 +84,11 @@
 //
 // Sampling (sample.go) applies repetition penalty, then temperature
 // (0 = greedy), top-k, top-p and min-p, with a per-request PCG generator
-// seeded from Settings.Seed. stop.go holds back text that may start a stop
+// seeded from Settings.Seed. When the choice is the plain argmax
+// (Sampler.Greedy: temperature 0, no repetition penalty) each decode step
+// asks the model for that index (models.Greedy, tensor.ArgmaxF32's rule)
+// instead of its logits: GPU backends take it on the GPU and copy back one
+// integer, not a vocabulary-sized row; the answer is the same. stop.go holds back text that may start a stop
 // string and detects n-gram loops.
 //
 // It may import models (and their sub-packages), kvcache and tensor; never ui.

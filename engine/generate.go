@@ -417,6 +417,12 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 	g.think = newThinkSplitter(w.thinkIDs != nil, w.thinkIDs.openAtEnd(prompt))
 	t0 := time.Now()
 	steps := 0
+	// greedy: each step's next token comes from the model's argmax
+	// (forwardArgmax), the same index Sample would take from the logits,
+	// without them being copied to the host. next is that token, or -1
+	// before the first step (the prompt's logits are sampled).
+	greedy := sampler.Greedy()
+	next := int32(-1)
 	finish := func(reason DoneReason) *Done {
 		if reason != DoneStopString {
 			g.emitText(stream.Flush())
@@ -431,8 +437,11 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		return &Done{Reason: reason, Text: g.text.String(), Reasoning: g.reasoning.String(), Tokens: g.generated}
 	}
 	for {
-		recent := history[max(0, len(history)-s.RepetitionWindow):]
-		tok := sampler.Sample(logits, recent)
+		tok := next
+		if tok < 0 {
+			recent := history[max(0, len(history)-s.RepetitionWindow):]
+			tok = sampler.Sample(logits, recent)
+		}
 		if g.firstTok.IsZero() {
 			g.firstTok = time.Now()
 		}
@@ -465,7 +474,11 @@ func (g *generation) decode(prompt []int32, logits []float32) (*Done, error) {
 		}
 		var tr trimInfo
 		var err error
-		logits, tr, err = w.lm.forward([]int32{tok})
+		if greedy {
+			next, tr, err = w.lm.forwardArgmax([]int32{tok})
+		} else {
+			logits, tr, err = w.lm.forward([]int32{tok})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("decode step %d: %w", steps+1, err)
 		}

@@ -108,17 +108,46 @@ func (a *modelLM) forward(ids []int32) ([]float32, trimInfo, error) {
 	if err != nil {
 		return nil, trimInfo{}, err
 	}
-	after := a.cache.Stats()
-	var tr trimInfo
-	if d := after.Trimmed - before.Trimmed; d > 0 {
-		tr = trimInfo{Dropped: d, LiveBefore: before.Live, LiveAfter: before.Live - d, Kind: kvcache.TrimKindGlobal}
-	}
+	tr := a.trimSince(before)
 	if logits == nil || logits.DType != tensor.F32 || logits.Len() < a.vocab || logits.Len()%a.vocab != 0 {
 		return nil, tr, fmt.Errorf("model returned logits %v, want F32 [1, %d]", logits, a.vocab)
 	}
 	row := logits.F32()
 	a.logits = append(a.logits[:0], row[len(row)-a.vocab:]...)
 	return a.logits, tr, nil
+}
+
+// forwardArgmax runs one chunk and returns the index of the largest
+// logit of its last token: from the model (models.Greedy: on a GPU
+// backend only that index comes back to the host), else from forward's
+// row on the host.
+func (a *modelLM) forwardArgmax(ids []int32) (int32, trimInfo, error) {
+	g, ok := a.model.(models.Greedy)
+	if !ok {
+		logits, tr, err := a.forward(ids)
+		if err != nil {
+			return 0, tr, err
+		}
+		return int32(tensor.ArgmaxF32(logits)), tr, nil
+	}
+	before := a.cache.Stats()
+	tok, err := g.ForwardArgmax(a.cache, ids)
+	if err != nil {
+		return 0, trimInfo{}, err
+	}
+	if tok < 0 || int(tok) >= a.vocab {
+		return 0, trimInfo{}, fmt.Errorf("model returned token %d for a vocabulary of %d", tok, a.vocab)
+	}
+	return tok, a.trimSince(before), nil
+}
+
+// trimSince is the trim the cache made since its stats were before.
+func (a *modelLM) trimSince(before kvcache.Stats) trimInfo {
+	after := a.cache.Stats()
+	if d := after.Trimmed - before.Trimmed; d > 0 {
+		return trimInfo{Dropped: d, LiveBefore: before.Live, LiveAfter: before.Live - d, Kind: kvcache.TrimKindGlobal}
+	}
+	return trimInfo{}
 }
 
 func (a *modelLM) state() (CacheState, int64) {

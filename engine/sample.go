@@ -36,6 +36,14 @@ func NewSampler(s Settings) *Sampler {
 	}
 }
 
+// Greedy reports whether Sample is the plain argmax of the logits
+// (tensor.ArgmaxF32): temperature 0 and no repetition penalty. The decode
+// loop then asks the model for that index (models.Greedy), which GPU
+// backends take on the GPU instead of copying the logits to the host.
+func (s *Sampler) Greedy() bool {
+	return s.temp == 0 && !(s.penalty > 0 && s.penalty != 1)
+}
+
 // Sample chooses a token id from logits (one per vocabulary entry). recent
 // holds the tokens the repetition penalty applies to (already cut to the
 // window by the caller). logits is not modified.

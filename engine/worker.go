@@ -62,6 +62,10 @@ type lm interface {
 	// (vocabSize values, valid until the next forward: decode reads them
 	// once per step, so one buffer serves every step).
 	forward(ids []int32) ([]float32, trimInfo, error)
+	// forwardArgmax runs one chunk as forward does and returns the index
+	// of the largest logit of its last token (tensor.ArgmaxF32: the
+	// sampler's greedy choice) instead of the logits.
+	forwardArgmax(ids []int32) (int32, trimInfo, error)
 	// state is the live-window meter and the cache's bytes.
 	state() (CacheState, int64)
 	// kvBits is the storage precision of the cache now (32, 16 or 8).

@@ -32,3 +32,15 @@ type Model interface {
 	// numerator of the decode roofline.
 	WeightBytes() int64
 }
+
+// Greedy is implemented by models that can return greedy decoding's next
+// token without handing the logits to the caller: every model here (on
+// GPU backends the index is taken on the GPU and only it is read back).
+//
+// ForwardArgmax runs one chunk exactly as Forward does and returns the
+// index of the largest logit of the chunk's last token, as
+// tensor.ArgmaxF32 chooses it (the first on ties, never NaN, 0 when no
+// logit is above -Inf).
+type Greedy interface {
+	ForwardArgmax(cache *kvcache.Cache, ids []int32) (int32, error)
+}

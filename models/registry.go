@@ -15,6 +15,16 @@ import (
 	"mlxchat/tensor"
 )
 
+// Every architecture takes greedy decoding's argmax itself.
+var (
+	_ Greedy = (*gemma3n.Model)(nil)
+	_ Greedy = (*gemma3.Model)(nil)
+	_ Greedy = (*llama.Model)(nil)
+	_ Greedy = (*qwen3.Model)(nil)
+	_ Greedy = (*olmo3.Model)(nil)
+	_ Greedy = (*cohere2.Model)(nil)
+)
+
 // architecture builds a Model from an opened checkpoint.
 type architecture struct {
 	types []string

@@ -203,7 +203,7 @@ func TestTinyGemma3nReadback(t *testing.T) {
 	var back []int64
 	for range 10 {
 		st0 := g.Stats()
-		lg, err = mg.Forward(c, []int32{argmax(lg.F32())}, true)
+		lg, err = mg.Forward(c, []int32{int32(tensor.ArgmaxF32(lg.F32()))}, true)
 		must(t, err)
 		kept = append(kept, lg)
 		back = append(back, g.Stats().TwinReadback-st0.TwinReadback)
@@ -217,17 +217,6 @@ func TestTinyGemma3nReadback(t *testing.T) {
 		}
 	}
 	t.Logf("%d bytes copied back per decode step", back[0])
-}
-
-// argmax is the index of the largest value (the first on ties).
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
 }
 
 // TestTinyGemma3nEarlySubmit runs the tiny Gemma 3n (chunked prefill,
@@ -271,6 +260,118 @@ func TestTinyGemma3nEarlySubmit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTinyGemma3nGreedy decodes a tiny Gemma 3n whose vocabulary (20000
+// logits) takes Argmax's split path, with activations where the device
+// puts them and in host memory with device twins (the discrete-GPU
+// layout). ForwardArgmax must give at every step the index
+// tensor.ArgmaxF32 takes from Forward's logits on the same backend, and
+// the CPU's until the CPU's top two logits come close; with twins its
+// steps must copy back no logits (Stats.DiscardedBytes, TwinReadback).
+func TestTinyGemma3nGreedy(t *testing.T) {
+	open(t)
+	dir := t.TempDir()
+	dims := synth.TinyGemma3n()
+	dims.Vocab = 20000
+	if _, err := synth.WriteGemma3n(dir, dims, synth.Options{Bits: 4, Seed: 23, ExactQuant: true}); err != nil {
+		t.Fatal(err)
+	}
+	load := func(be tensor.Backend) models.Model {
+		m, err := models.Load(dir, be)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		if cl, ok := m.(io.Closer); ok {
+			t.Cleanup(func() { cl.Close() })
+		}
+		return m
+	}
+	c := cpu.New(2)
+	defer c.Close()
+	mc := load(c)
+	prompt := make([]int32, 12)
+	for i := range prompt {
+		prompt[i] = int32((i*4099 + 17) % dims.Vocab)
+	}
+	const steps = 8
+	// decode returns the prompt's greedy token and steps more, fed back,
+	// and each step's gap between its top two logits (Forward only).
+	decode := func(m models.Model, argmax bool) (ids []int32, gaps []float64) {
+		cache, err := m.NewCache(kvcache.DefaultOptions())
+		must(t, err)
+		chunk := prompt
+		for range steps + 1 {
+			var tok int32
+			if argmax {
+				tok, err = m.(models.Greedy).ForwardArgmax(cache, chunk)
+				must(t, err)
+			} else {
+				lg, err := m.Forward(cache, chunk, true)
+				must(t, err)
+				tok = int32(tensor.ArgmaxF32(lg.F32()))
+				gaps = append(gaps, topGap(lg.F32()))
+			}
+			ids = append(ids, tok)
+			chunk = []int32{tok}
+		}
+		return ids, gaps
+	}
+	cpuIDs, cpuGaps := decode(mc, false)
+	for _, where := range []string{"", "host"} {
+		t.Run("activations="+where, func(t *testing.T) {
+			if where != "" {
+				t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", where)
+			}
+			g, d, err := Open()
+			must(t, err)
+			defer g.Close()
+			mg := load(g)
+			st0 := g.Stats()
+			want, _ := decode(mg, false)
+			st1 := g.Stats()
+			got, _ := decode(mg, true)
+			st2 := g.Stats()
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("step %d: ForwardArgmax %d, argmax of Forward's logits %d (ids %v and %v)", i, got[i], want[i], got, want)
+				}
+			}
+			for i := range want {
+				if want[i] != cpuIDs[i] {
+					if cpuGaps[i] > 1e-3 {
+						t.Errorf("step %d: GPU token %d, CPU %d with a top gap of %.3g", i, want[i], cpuIDs[i], cpuGaps[i])
+					}
+					t.Logf("GPU and CPU tokens part at step %d of %d (CPU top gap %.3g)", i, len(want), cpuGaps[i])
+					break
+				}
+			}
+			back := [2]int64{st1.TwinReadback - st0.TwinReadback, st2.TwinReadback - st1.TwinReadback}
+			discarded := st2.DiscardedBytes - st1.DiscardedBytes
+			logits := int64(4 * dims.Vocab * (steps + 1))
+			if d.ActivationsRemote() {
+				if discarded != logits || back[0]-back[1] != logits {
+					t.Errorf("read back %d bytes through Forward, %d through ForwardArgmax, %d discarded: want %d fewer, all discarded", back[0], back[1], discarded, logits)
+				}
+			} else if discarded != 0 || back != [2]int64{} {
+				t.Errorf("activations in GPU memory: %d bytes read back, %d discarded: want none", back, discarded)
+			}
+			t.Logf("%d steps: read back %d bytes through Forward, %d through ForwardArgmax (%d discarded)", steps+1, back[0], back[1], discarded)
+		})
+	}
+}
+
+// topGap is the difference between the two largest values of x.
+func topGap(x []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range x {
+		if f := float64(v); f > a {
+			a, b = f, a
+		} else if f > b {
+			b = f
+		}
+	}
+	return a - b
 }
 
 // TestE2BDecode is the device benchmark: greedy decode on the full-size

@@ -248,6 +248,66 @@ func (d *Decoder) head(x *tensor.Tensor, lastOnly bool) (*tensor.Tensor, error) 
 	return logits, nil
 }
 
+// ForwardArgmax runs one chunk like Forward and returns the index of the
+// largest logit of its last token (greedy decoding's next token); see
+// RunChunkArgmax.
+func (d *Decoder) ForwardArgmax(cache *kvcache.Cache, ids []int32) (int32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return RunChunkArgmax(d.be, cache, d.Family, len(d.Layers), d.Info.VocabSize, ids, func() (*tensor.Tensor, error) {
+		d.scratch.Reset()
+		return d.forward(cache, ids, true)
+	})
+}
+
+// RunChunkArgmax is RunChunk for greedy decoding: it returns the index of
+// the largest logit of the last row body returns, as tensor.ArgmaxF32
+// chooses it, instead of the logits. On a backend with tensor.ArgmaxOps
+// the index is taken on the backend before the Sync and the logits are
+// discarded, so only the index comes back to the host; elsewhere it is
+// taken on the host from the synced row (the same index).
+func RunChunkArgmax(be tensor.Backend, cache *kvcache.Cache, family string, layers, vocab int, ids []int32, body func() (*tensor.Tensor, error)) (int32, error) {
+	ao, onBackend := be.(tensor.ArgmaxOps)
+	var idx *tensor.Tensor
+	logits, err := RunChunk(be, cache, family, layers, vocab, ids, func() (*tensor.Tensor, error) {
+		l, err := body()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkLogits(family, l, vocab); err != nil {
+			return nil, err
+		}
+		if onBackend {
+			idx = tensor.New(tensor.U32, 1)
+			if err := ao.Argmax(idx, Rows(l, l.Rows()-1, 1)); err != nil {
+				return nil, fmt.Errorf("%s: argmax of the logits: %w", family, err)
+			}
+			ao.Discard(l)
+		}
+		return l, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if idx != nil {
+		i := idx.U32()[0]
+		if int64(i) >= int64(vocab) {
+			return 0, fmt.Errorf("%s: argmax of the logits gave %d for a vocabulary of %d", family, i, vocab)
+		}
+		return int32(i), nil
+	}
+	row := logits.F32()
+	return int32(tensor.ArgmaxF32(row[len(row)-vocab:])), nil
+}
+
+// checkLogits reports logits that are not F32 rows of vocab values.
+func checkLogits(family string, l *tensor.Tensor, vocab int) error {
+	if l == nil || l.DType != tensor.F32 || len(l.Shape) == 0 || l.Dim(-1) != vocab || l.Rows() < 1 || len(l.Data) != 4*l.Len() {
+		return fmt.Errorf("%s: logits %v, want F32 rows of %d", family, l, vocab)
+	}
+	return nil
+}
+
 // RunChunk runs body, the forward pass of ids, inside one chunk of cache:
 // it checks the arguments (a cache of the model's layer count, a non-empty
 // chunk of ids in [0, vocab)), opens the chunk (cache.Begin, which trims to

@@ -226,6 +226,7 @@ func Check(t *testing.T, m LM, path string) *Golden {
 	if c.Offset() != T {
 		t.Errorf("offset %d after decode, want %d", c.Offset(), T)
 	}
+	CheckGreedy(t, m, g.Tokens, P)
 	return g
 }
 

@@ -122,6 +122,60 @@ func CheckChunkedDecode(t *testing.T, m LM, path string, chunk int, tol float64)
 		t.Fatal(err)
 	}
 	t.Logf("%d decode steps: max |Δ| %.3g (tolerance %.3g)", steps, worst, abs)
+	CheckGreedy(t, m, ids, P)
+}
+
+// greedy is models.Greedy (not imported here: the models package's own
+// tests use this one).
+type greedy interface {
+	ForwardArgmax(cache *kvcache.Cache, ids []int32) (int32, error)
+}
+
+// CheckGreedy prefills ids[:P] and decodes the rest one token at a time
+// twice, each on a fresh cache: through Forward, taking tensor.ArgmaxF32 of
+// each step's logits on the host, and through the model's ForwardArgmax
+// (models.Greedy; GPU backends take it on the GPU and read back only the
+// index). Every step must give the same index and both caches the same
+// offset; a model without ForwardArgmax fails.
+func CheckGreedy(t *testing.T, m LM, ids []int32, P int) {
+	t.Helper()
+	g, ok := m.(greedy)
+	if !ok {
+		t.Fatalf("%T has no ForwardArgmax", m)
+	}
+	if P < 1 || P > len(ids) {
+		t.Fatalf("prompt length %d of %d tokens", P, len(ids))
+	}
+	vocab := m.Config().VocabSize
+	cf, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lo, hi := 0, P; hi <= len(ids); lo, hi = hi, hi+1 {
+		lg, err := m.Forward(cf, ids[lo:hi], true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lg.Len() != vocab {
+			t.Fatalf("logits %v, want one row of %d", lg, vocab)
+		}
+		want := tensor.ArgmaxF32(lg.F32())
+		got, err := g.ForwardArgmax(cg, ids[lo:hi])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(got) != want {
+			t.Errorf("greedy token after %d tokens: ForwardArgmax %d, argmax of Forward's logits %d (logits %.6g and %.6g)",
+				hi, got, want, lg.F32()[want], lg.F32()[min(max(got, 0), int32(vocab-1))])
+		}
+	}
+	if cf.Offset() != cg.Offset() || cg.Offset() != len(ids) {
+		t.Errorf("offsets %d (Forward) and %d (ForwardArgmax), want %d", cf.Offset(), cg.Offset(), len(ids))
+	}
 }
 
 // CheckFixture runs a family fixture folder's golden.safetensors through
@@ -130,7 +184,9 @@ func CheckChunkedDecode(t *testing.T, m LM, path string, chunk int, tol float64)
 // how the GPU backends run every family's fixtures.
 func CheckFixture(t *testing.T, m LM, dir string, chunk int, trim bool) {
 	t.Helper()
-	CheckRows(t, m, Read(t, filepath.Join(dir, "golden.safetensors")), kvcache.DefaultOptions(), chunk)
+	g := Read(t, filepath.Join(dir, "golden.safetensors"))
+	CheckRows(t, m, g, kvcache.DefaultOptions(), chunk)
+	CheckGreedy(t, m, g.Tokens, g.PromptLen)
 	if trim {
 		gt := Read(t, filepath.Join(dir, "golden_trim.safetensors"))
 		opts := kvcache.DefaultOptions()

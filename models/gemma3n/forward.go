@@ -23,6 +23,18 @@ func (m *Model) Forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (*tens
 	})
 }
 
+// ForwardArgmax runs one chunk like Forward and returns the index of the
+// largest logit of its last token (greedy decoding's next token), taken on
+// the backend where it can (blocks.RunChunkArgmax).
+func (m *Model) ForwardArgmax(cache *kvcache.Cache, ids []int32) (int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return blocks.RunChunkArgmax(m.be, cache, "gemma3n", m.cfg.Layers, m.cfg.Vocab, ids, func() (*tensor.Tensor, error) {
+		m.scratch.Reset()
+		return m.forward(cache, ids, true)
+	})
+}
+
 // forward is the body of Forward inside an open chunk.
 func (m *Model) forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (*tensor.Tensor, error) {
 	c, be, ar := m.cfg, m.be, m.scratch
