@@ -102,6 +102,9 @@ type Backend struct {
 	// scratch.
 	noChains bool
 	chains   chainState
+	// noSchedule turns off chain.go's reordering of a step's independent
+	// launches to share barriers (schedule; on with chains by default).
+	noSchedule bool
 	// noEarly turns off the early submits of a step's first segments
 	// while the rest is recorded (step.go; on by default).
 	noEarly bool
@@ -206,6 +209,7 @@ type Stats struct {
 	Syncs          int64 // Sync calls, with or without work
 	Ops            int64 // kernel launches recorded by ops (before fusion)
 	Dispatches     int64 // kernel launches handed to the driver
+	Barriers       int64 // of those, launches that wait at a barrier for earlier ones
 	Flushes        int64 // steps submitted (Syncs with work)
 	PlanRuns       int64 // plans (a step, or a segment of one) run from a kept plan (parameter blocks rewritten only)
 	PlanRecords    int64 // plans the driver recorded anew
@@ -364,6 +368,21 @@ func (b *Backend) SetChains(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noChains = !on
+}
+
+// SetSchedule turns on or off the reordering of a step's launches by
+// dependency level (chain.go's schedule: independent launches recorded
+// apart share a barrier); it is on by default, applies while chains do,
+// and changes no result.
+func (b *Backend) SetSchedule(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.noSchedule == on {
+		// The kept rewrites carry their order: search again.
+		clear(b.chains.cache)
+		b.chains.cache = b.chains.cache[:0]
+	}
+	b.noSchedule = !on
 }
 
 // SetEarlySubmit turns on or off the submitting of a step's first

@@ -27,8 +27,11 @@ type countDriver struct {
 	kept                        int                // steps whose plans were all kept ones
 	recs                        int                // plans recorded
 	groups                      int                // workgroups of the last step's launches
+	barriers                    int                // launches of the last step that wait at a barrier
+	noSchedule                  bool               // decodeCountsOn: run the backend without chain.go's schedule
 	cur                         [kernels.Count]int
 	curRuns, curRecs, curGroups int
+	curBarriers                 int
 }
 
 // countPlan is a countDriver plan: its launches per kernel and their
@@ -36,6 +39,7 @@ type countDriver struct {
 type countPlan struct {
 	perKernel [kernels.Count]int
 	groups    int
+	barriers  int
 }
 
 func (d *countDriver) Name() string       { return "count" }
@@ -59,12 +63,12 @@ func (d *countDriver) Dispatch(kernels.ID, []byte, *[8]gpu.Binding, [3]int) erro
 }
 func (d *countDriver) Flush() error {
 	if d.curRuns > 0 {
-		d.perStep, d.plans, d.groups = d.cur, d.curRuns, d.curGroups
+		d.perStep, d.plans, d.groups, d.barriers = d.cur, d.curRuns, d.curGroups, d.curBarriers
 		if d.curRecs == 0 {
 			d.kept++
 		}
 	}
-	d.cur, d.curRuns, d.curRecs, d.curGroups = [kernels.Count]int{}, 0, 0, 0
+	d.cur, d.curRuns, d.curRecs, d.curGroups, d.curBarriers = [kernels.Count]int{}, 0, 0, 0, 0
 	return nil
 }
 func (d *countDriver) Close() error    { return nil }
@@ -74,6 +78,9 @@ func (d *countDriver) NewPlan(l []gpu.Launch, n int) (gpu.Plan, []byte, error) {
 	for _, x := range l {
 		p.perKernel[x.Kernel]++
 		p.groups += x.Groups[0] * x.Groups[1] * x.Groups[2]
+		if x.Barrier {
+			p.barriers++
+		}
 	}
 	d.recs++
 	d.curRecs++
@@ -86,6 +93,7 @@ func (d *countDriver) RunPlan(pp gpu.Plan) error {
 	}
 	d.curRuns++
 	d.curGroups += p.groups
+	d.curBarriers += p.barriers
 	return nil
 }
 func (d *countDriver) ReleasePlan(gpu.Plan) {}
@@ -106,6 +114,7 @@ func decodeCountsOn(t *testing.T, d *countDriver, dir string, timed int, fusion 
 	b.SetFusionMode(fusion)
 	b.SetChains(chains)
 	b.SetEarlySubmit(early)
+	b.SetSchedule(!d.noSchedule)
 	m, err := models.Load(dir, b)
 	if err != nil {
 		t.Fatal(err)
@@ -204,23 +213,27 @@ func TestEarlySubmit(t *testing.T) {
 	t.Logf("decode step: %d launches, %d segments", steps[1], plans[1])
 }
 
-// TestE2BLaunches reports launches per decode token and host recording
-// time, in each fusion mode and unfused with chains (chain.go), on the full-size checkpoint named by MLXCHAT_E2B_DIR (go run
-// ./models/cmd/mkmodel -kind e2b -towers=false -out DIR); no GPU needed.
+// TestE2BLaunches reports launches (and barriers) per decode token and
+// host recording time, in each fusion mode and unfused with chains
+// (chain.go) without and with its schedule, on the full-size checkpoint
+// named by MLXCHAT_E2B_DIR (go run ./models/cmd/mkmodel -kind e2b
+// -towers=false -out DIR); no GPU needed.
 func TestE2BLaunches(t *testing.T) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
 	if dir == "" {
 		t.Skip("MLXCHAT_E2B_DIR is not set")
 	}
 	for _, mode := range []struct {
-		name   string
-		fusion gpu.Fusion
-		chains bool
-	}{{"fused", gpu.FuseAll, false}, {"segments", gpu.FuseSegments, false}, {"unfused", gpu.FuseOff, false}, {"chained", gpu.FuseOff, true}} {
-		d := &countDriver{}
+		name     string
+		fusion   gpu.Fusion
+		chains   bool
+		schedule bool
+	}{{"fused", gpu.FuseAll, false, true}, {"segments", gpu.FuseSegments, false, true}, {"unfused", gpu.FuseOff, false, true},
+		{"chained, unscheduled", gpu.FuseOff, true, false}, {"chained", gpu.FuseOff, true, true}} {
+		d := &countDriver{noSchedule: !mode.schedule}
 		perKernel, perStep, host, replayed, layers := decodeCountsOn(t, d, dir, 64, mode.fusion, mode.chains, true)
 		report(t, "E2B "+mode.name, perKernel, perStep, host, layers)
-		t.Logf("%d of 64 timed steps ran from kept plans, %d plans (segments) per step", replayed, d.plans)
+		t.Logf("%d of 64 timed steps ran from kept plans, %d plans (segments) per step, %d barriers", replayed, d.plans, d.barriers)
 		if mode.fusion == gpu.FuseAll && (perStep > 300 || perStep > 10*layers) {
 			t.Errorf("%d launches per decode token for %d layers, want at most 300 and 10 per layer", perStep, layers)
 		}
@@ -312,6 +325,51 @@ func TestWideMatVec(t *testing.T) {
 		}
 		if d.perStep[c.want] != 1 || d.plans != 1 || d.groups != c.groups {
 			t.Errorf("%dx%d %d-bit, fusion %v: launches per kernel %v, %d workgroups; want one %s of %d workgroups", c.out, c.in, c.bits, c.fusion, d.perStep, d.groups, c.want, c.groups)
+		}
+	}
+}
+
+// TestSchedule: launches that depend on nothing since the last barrier
+// join it even when recorded after launches that wait (chain.go's
+// schedule): two independent products, each followed by a norm and the
+// first norm by a softmax, take 2 barriers instead of the 3 of the
+// recorded order (chains off keep it), with the same launches.
+func TestSchedule(t *testing.T) {
+	w1, err := tensor.QuantizeAffine(make([]float32, 256*256), 256, 256, 4, 64, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := tensor.QuantizeAffine(make([]float32, 128*256), 128, 256, 4, 64, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chains := range []bool{false, true} {
+		d := &countDriver{}
+		b := gpu.New(d)
+		b.SetChains(chains)
+		x := b.Alloc(1, 256)
+		a1, n1, s1 := b.Alloc(1, 256), b.Alloc(1, 256), b.Alloc(1, 256)
+		a2, n2 := b.Alloc(1, 128), b.Alloc(1, 128)
+		for _, err := range []error{
+			b.MatMul(a1, x, w1),
+			b.RMSNorm(n1, a1, nil, 1e-6),
+			b.Softmax(s1, n1),
+			b.MatMul(a2, x, w2),
+			b.RMSNorm(n2, a2, nil, 1e-6),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		want := 3
+		if chains {
+			want = 2
+		}
+		if d.barriers != want || d.perStep[kernels.QMV4] != 2 || d.perStep[kernels.RMSNorm] != 2 || d.perStep[kernels.Softmax] != 1 {
+			t.Errorf("chains %v: %d barriers, launches per kernel %v; want %d barriers and the 5 launches", chains, d.barriers, d.perStep, want)
 		}
 	}
 }

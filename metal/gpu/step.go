@@ -445,6 +445,7 @@ func (b *Backend) run() error {
 		}
 		if barrier {
 			h = (h ^ 1) * 1099511628211
+			b.stats.Barriers++
 		}
 	}
 	b.stats.Dispatches += int64(len(st.recs))

@@ -258,26 +258,29 @@ func TestChains(t *testing.T) {
 func alloc(be tensor.Backend, shape ...int) *tensor.Tensor { return be.Alloc(shape...) }
 
 // TestTinyGemma3nChains runs the tiny Gemma 3n (chunked prefill, then
-// decode) with chains off and on: the logits must agree (the folded ops
-// round in other orders only), the decode steps must mostly replay the
-// rewrite kept from an earlier step, and a decode step must take at least
-// a third fewer launches.
+// decode) with chains off, on without the schedule and on with it: the
+// logits must agree (the folded ops round in other orders only; the
+// schedule only reorders independent launches, so it changes no bit), the
+// decode steps must mostly replay the rewrite kept from an earlier step,
+// and a decode step must take at least a third fewer launches.
 func TestTinyGemma3nChains(t *testing.T) {
 	g, _ := open(t)
 	defer g.SetChains(true)
+	defer g.SetSchedule(true)
 	_, mg := tinyModelPair(t, g, 13)
 	prompt := make([]int32, 24)
 	for i := range prompt {
 		prompt[i] = int32((i*31 + 5) % mg.Config().VocabSize)
 	}
-	var logits [2][][]float32
-	var perStep [2]int64
-	var replays int64
-	for i, on := range []bool{false, true} {
-		g.SetChains(on)
+	var logits [3][][]float32
+	var perStep, barriers [3]int64
+	var replays [3]int64
+	for i, on := range []struct{ chains, schedule bool }{{false, false}, {true, false}, {true, true}} {
+		g.SetChains(on.chains)
+		g.SetSchedule(on.schedule)
 		r0 := g.Stats().ChainReplays
 		logits[i] = forward(t, mg, prompt, 12)
-		replays = g.Stats().ChainReplays - r0
+		replays[i] = g.Stats().ChainReplays - r0
 		c, err := mg.NewCache(kvcache.DefaultOptions())
 		must(t, err)
 		_, err = mg.Forward(c, prompt, true)
@@ -286,6 +289,7 @@ func TestTinyGemma3nChains(t *testing.T) {
 		_, err = mg.Forward(c, prompt[:1], true)
 		must(t, err)
 		perStep[i] = g.Stats().Dispatches - st0.Dispatches
+		barriers[i] = g.Stats().Barriers - st0.Barriers
 	}
 	for s := range logits[0] {
 		w := make([]float64, len(logits[0][s]))
@@ -295,13 +299,24 @@ func TestTinyGemma3nChains(t *testing.T) {
 		if e := relL2(logits[1][s], w); e > 1e-5 || math.IsNaN(e) {
 			t.Errorf("step %d: chained logits differ from unchained by %.3g (relative L2), want <= 1e-5", s, e)
 		}
+		for i, v := range logits[2][s] {
+			if math.Float32bits(v) != math.Float32bits(logits[1][s][i]) {
+				t.Fatalf("step %d: scheduled logit %d is %v, unscheduled %v: want the same bits", s, i, v, logits[1][s][i])
+			}
+		}
 	}
 	// Decode steps of one shape replay the rewrite of the first.
-	if replays < 8 {
-		t.Errorf("%d of 12 chained decode steps replayed a kept rewrite, want at least 8", replays)
+	for i := 1; i < 3; i++ {
+		if replays[i] < 8 {
+			t.Errorf("run %d: %d of 12 chained decode steps replayed a kept rewrite, want at least 8", i, replays[i])
+		}
+		if perStep[i]*3 > perStep[0]*2 {
+			t.Errorf("run %d: %d launches per one-token step chained vs %d unchained: want at least a third fewer", i, perStep[i], perStep[0])
+		}
 	}
-	if perStep[1]*3 > perStep[0]*2 {
-		t.Errorf("%d launches per one-token step chained vs %d unchained: want at least a third fewer", perStep[1], perStep[0])
+	if perStep[2] != perStep[1] || barriers[2] >= barriers[1] {
+		t.Errorf("one-token step chained: %d launches and %d barriers, scheduled %d and %d: want the same launches and fewer barriers", perStep[1], barriers[1], perStep[2], barriers[2])
 	}
-	t.Logf("one-token step: %d launches unchained, %d chained; %d of 12 decode steps replayed a kept rewrite", perStep[0], perStep[1], replays)
+	t.Logf("one-token step: launches (barriers) unchained %d (%d), chained %d (%d), scheduled %d (%d); %v chained segments replayed a kept rewrite",
+		perStep[0], barriers[0], perStep[1], barriers[1], perStep[2], barriers[2], replays[1:])
 }

@@ -35,7 +35,9 @@
 // into the launches beside them (gpu.Backend.SetChains; on by default);
 // MLXCHAT_GPU_EARLY=0 turns off the submitting of a step's first segments
 // while the model records the rest (gpu.Backend.SetEarlySubmit; on by
-// default).
+// default); MLXCHAT_GPU_SCHEDULE=0 turns off the reordering of a step's
+// independent launches so that they share a barrier
+// (gpu.Backend.SetSchedule; on by default, with chains).
 //
 // It may import tensor, metal/gpu, metal/kernels and purego (tests also
 // import tensor/cpu, models and kvcache).

@@ -836,7 +836,9 @@ func (d *Driver) SetStagedUploads(chunk int) {
 // (gpu.ParseFusion; for measurements), MLXCHAT_GPU_CHAINS=0 turns off the
 // folding of row-local ops into their neighbours (gpu.Backend.SetChains),
 // MLXCHAT_GPU_EARLY=0 the submitting of a step's first segments while the
-// rest is recorded (gpu.Backend.SetEarlySubmit).
+// rest is recorded (gpu.Backend.SetEarlySubmit), MLXCHAT_GPU_SCHEDULE=0 the
+// reordering of independent launches to share barriers
+// (gpu.Backend.SetSchedule).
 func Open() (*gpu.Backend, *Driver, error) {
 	d, err := NewDriver()
 	if err != nil {
@@ -866,6 +868,14 @@ func Open() (*gpu.Backend, *Driver, error) {
 	default:
 		d.Close()
 		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_EARLY=%q: want 0 or 1", c)
+	}
+	switch c := os.Getenv("MLXCHAT_GPU_SCHEDULE"); c {
+	case "", "1":
+	case "0":
+		b.SetSchedule(false)
+	default:
+		d.Close()
+		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_SCHEDULE=%q: want 0 or 1", c)
 	}
 	return b, d, nil
 }
