@@ -129,6 +129,12 @@ func TestMatMul(t *testing.T) {
 		{"q4 prefill", 7, 70, 192, 4, 64, tensor.BF16, true},
 		{"q8 prefill multi-tile", 65, 33, 64, 8, 32, tensor.F16, true},
 		{"q4 gs16 falls back to tiled", 1, 10, 64, 4, 16, tensor.BF16, true},
+		// The tiled kernel stages 32 inputs a step: inner sizes that end
+		// inside a step, both widths, row and column tiles left over.
+		{"q4 prefill inner size 80", 9, 130, 80, 4, 16, tensor.BF16, true},
+		{"q8 prefill inner size 48", 70, 65, 48, 8, 16, tensor.F32, true},
+		{"q4 prefill 2x3 tiles gs128", 129, 150, 256, 4, 128, tensor.F16, true},
+		{"dense bf16 prefill ragged", 67, 66, 45, 0, 0, tensor.BF16, true},
 		// Matrices of 2^23 values or more take the wide kernels (4 rows a
 		// workgroup): ragged rows, 2 rows of x.
 		{"q4 wide decode ragged rows", 1, 4099, 2048, 4, 64, tensor.BF16, true},
