@@ -99,7 +99,12 @@
 // contiguous block while the next 16 are prefetched (prefetchLines) and
 // runs the ordinary decode kernels over the block: alone, a row would take
 // the single-row pass, 2.7x the time per row. BenchmarkGatedUpProj
-// compares it with the whole product.
+// compares it with the whole product. On E2B's random-weight checkpoint
+// the gate keeps 377-403 of 8192 values. Zen 4, 2 threads, quiet,
+// interleaved (MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run XXX
+// -bench 'E2BDecode/ctx=(512|2048)$' -benchtime 12x, 3 rounds, medians):
+// decode 16.96 -> 17.27 tok/s at 512 of context, 15.97 -> 16.14 at 2048;
+// about 1.7 ms of a 58 ms token, as the kernel figures predict.
 //
 // Figures. Each block names the command that measured it; timings are
 // best-of because the machines are shared, and only ratios measured in
