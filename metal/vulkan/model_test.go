@@ -277,16 +277,7 @@ func TestTinyGemma3nGreedy(t *testing.T) {
 	if _, err := synth.WriteGemma3n(dir, dims, synth.Options{Bits: 4, Seed: 23, ExactQuant: true}); err != nil {
 		t.Fatal(err)
 	}
-	load := func(be tensor.Backend) models.Model {
-		m, err := models.Load(dir, be)
-		if err != nil {
-			t.Fatalf("%s: %v", be.Name(), err)
-		}
-		if cl, ok := m.(io.Closer); ok {
-			t.Cleanup(func() { cl.Close() })
-		}
-		return m
-	}
+	load := func(be tensor.Backend) models.Model { return loadModel(t, dir, be) }
 	c := cpu.New(2)
 	defer c.Close()
 	mc := load(c)
@@ -636,15 +627,19 @@ func tinyModelPair(t *testing.T, g *gpu.Backend, seed uint64) (onCPU, onGPU mode
 	}
 	c := cpu.New(2)
 	t.Cleanup(func() { c.Close() })
-	load := func(be tensor.Backend) models.Model {
-		m, err := models.Load(dir, be)
-		if err != nil {
-			t.Fatalf("%s: %v", be.Name(), err)
-		}
-		if cl, ok := m.(io.Closer); ok {
-			t.Cleanup(func() { cl.Close() })
-		}
-		return m
-	}
+	load := func(be tensor.Backend) models.Model { return loadModel(t, dir, be) }
 	return load(c), load(g)
+}
+
+// loadModel loads the model in dir on be and closes it when the test ends.
+func loadModel(t *testing.T, dir string, be tensor.Backend) models.Model {
+	t.Helper()
+	m, err := models.Load(dir, be)
+	if err != nil {
+		t.Fatalf("%s: %v", be.Name(), err)
+	}
+	if cl, ok := m.(io.Closer); ok {
+		t.Cleanup(func() { cl.Close() })
+	}
+	return m
 }

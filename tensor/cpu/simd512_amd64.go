@@ -155,22 +155,30 @@ func canAVX512(w *tensor.Matrix) bool {
 	return qzKernel(w.Bits, w.GroupSize) != nil && scaleFormat(w) >= 0
 }
 
+// qzPrepare splits one row x into the block layout (xzQuantize512) in
+// scratch and returns the decode kernels' arguments for it and w, and the
+// function that hands the scratch back once the kernels are done.
+func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
+	in, gs := w.In, w.GroupSize
+	xqBuf := b.getBuf(xzLen(in) / 2)
+	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
+	sxsBuf := b.getBuf(sxsLen(in / gs))
+	sxs := *sxsBuf
+	xzQuantize512(xq, sxs, x, gs, w.Bits)
+	return qzSetup(w, xq, sxs), func() {
+		b.putBuf(xqBuf)
+		b.putBuf(sxsBuf)
+	}
+}
+
 // matvec512 computes dst[o] = x·w[o] for one row x with the AVX-512
 // kernels: x is split into two int16 limbs per group (xzQuantize), each worker
 // takes a range of output rows and the kernel runs four rows per pass so a
 // block of x is loaded once for four weight rows.
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
-	in, gs, bits := w.In, w.GroupSize, w.Bits
-	groups := in / gs
-	xqBuf := b.getBuf(xzLen(in) / 2)
-	defer b.putBuf(xqBuf)
-	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
-	sxsBuf := b.getBuf(sxsLen(groups))
-	defer b.putBuf(sxsBuf)
-	sxs := *sxsBuf
-	xzQuantize512(xq, sxs, x, gs, bits)
-	a := qzSetup(w, xq, sxs)
-	kern := qzKernel(bits, gs)
+	a, release := b.qzPrepare(x, w)
+	defer release()
+	kern := qzKernel(w.Bits, w.GroupSize)
 	b.pool.splitParts(w.Out, 16, 4*b.threads, func(lo, hi int) {
 		cBuf := b.getBuf(qzScratchLen(a))
 		defer b.putBuf(cBuf)
@@ -186,17 +194,9 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 // the single-row pass, which loads and widens x for every row where the
 // four-row pass shares that work (2.7x the time per row).
 func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32) {
-	in, gs, bits := w.In, w.GroupSize, w.Bits
-	groups := in / gs
-	xqBuf := b.getBuf(xzLen(in) / 2)
-	defer b.putBuf(xqBuf)
-	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
-	sxsBuf := b.getBuf(sxsLen(groups))
-	defer b.putBuf(sxsBuf)
-	sxs := *sxsBuf
-	xzQuantize512(xq, sxs, x, gs, bits)
-	a := qzSetup(w, xq, sxs)
-	kern := qzKernel(bits, gs)
+	a, release := b.qzPrepare(x, w)
+	defer release()
+	kern := qzKernel(w.Bits, w.GroupSize)
 	ws, ss := a.wstride, a.sstride
 	b.pool.splitParts(len(rows), 16, 4*b.threads, func(lo, hi int) {
 		cBuf := b.getBuf(qzScratchLen(a))
