@@ -184,6 +184,15 @@
 // older step's logits, 1 MB per token) measured within spread: 123.0 ->
 // 123.2 / 117.7 -> 118.4. Every metal/vulkan test passed there.
 //
+// 2026-12-04, night: the tiled product (qmm.comp, prefill) stages 32
+// inputs a step as vec4s (one shared read of x and of W per 16 products
+// instead of eight) and dequantizes a word of codes per invocation with
+// one scale and bias (three global reads per weight before). Not yet
+// timed on a GPU: the device machine was not lent after it was written.
+// On lavapipe (Mesa's CPU Vulkan, 2 cores) BenchmarkPrefillMatMul with
+// MLXCHAT_PREFILL_ROWS=64 went from 2.0 to 4.5 GFLOP/s on every shape;
+// the prefill figures above are from before it.
+//
 // Not measured anywhere: Metal itself (no Mac here).
 //
 // # First run on a Mac

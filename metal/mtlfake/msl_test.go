@@ -10,7 +10,7 @@ import (
 // bindings, workgroup size and threadgroup memory the kernel table and
 // the GLSL sources give.
 func TestParseCommittedMSL(t *testing.T) {
-	tg := map[string]int{"qmm4": 2 * 16 * 65 * 4, "softmax": 128 * 4, "argmax": 128 * 8}
+	tg := map[string]int{"qmm4": 2 * 32 * 17 * 16, "softmax": 128 * 4, "argmax": 128 * 8}
 	for id := kernels.ID(0); id < kernels.Count; id++ {
 		src, err := kernels.MSL(id)
 		if err != nil {

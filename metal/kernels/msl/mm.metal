@@ -92,139 +92,154 @@ struct B
 };
 
 static inline __attribute__((always_inline))
-float cvt16(thread const uint& bits, thread const uint& dt)
+void put_x(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&xs)[32][17])
 {
-    float _23;
-    if (dt == 2u)
-    {
-        _23 = as_type<float>(bits << uint(16));
-    }
-    else
-    {
-        _23 = float2(as_type<half2>(bits)).x;
-    }
-    return _23;
+    ((threadgroup float*)&xs[kk][rr >> 2u])[rr & 3u] = v;
 }
 
 static inline __attribute__((always_inline))
-float load_w(thread const uint& n, thread const uint& k, constant Params& p, const device W& v_54)
+float cvt16(thread const uint& bits, thread const uint& dt)
 {
-    float _48;
-    if (p.wdt == 0u)
+    float _36;
+    if (dt == 2u)
     {
-        _48 = as_type<float>(v_54.w[(p.ob2 + (n * p.n_in)) + k]);
+        _36 = as_type<float>(bits << uint(16));
     }
     else
     {
-        uint param = (v_54.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
-        uint param_1 = p.wdt;
-        _48 = cvt16(param, param_1);
+        _36 = float2(as_type<half2>(bits)).x;
     }
-    return _48;
+    return _36;
 }
 
-kernel void mm(constant Params& p [[buffer(0)]], const device X& _221 [[buffer(1)]], const device W& v_54 [[buffer(2)]], device D& _394 [[buffer(5)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+static inline __attribute__((always_inline))
+void put_w(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&ws)[32][17])
 {
-    threadgroup float xs[16][65];
-    threadgroup float ws[16][65];
+    ((threadgroup float*)&ws[kk][rr >> 2u])[rr & 3u] = v;
+}
+
+static inline __attribute__((always_inline))
+void stage_w(thread const uint& tid, thread const uint& n0, thread const uint& k0, threadgroup float4 (&ws)[32][17], constant Params& p, const device W& v_131)
+{
+    float _118;
+    float _125;
+    for (uint e = tid; e < 2048u; e += 256u)
+    {
+        uint rr = e / 32u;
+        uint kk = e % 32u;
+        uint n = n0 + rr;
+        uint k = k0 + kk;
+        bool _109 = n < p.n_out;
+        bool _117;
+        if (_109)
+        {
+            _117 = k < p.n_in;
+        }
+        else
+        {
+            _117 = _109;
+        }
+        if (_117)
+        {
+            if (p.wdt == 0u)
+            {
+                _125 = as_type<float>(v_131.w[(p.ob2 + (n * p.n_in)) + k]);
+            }
+            else
+            {
+                uint param = (v_131.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
+                uint param_1 = p.wdt;
+                _125 = cvt16(param, param_1);
+            }
+            _118 = _125;
+        }
+        else
+        {
+            _118 = 0.0;
+        }
+        uint param_2 = kk;
+        uint param_3 = rr;
+        float param_4 = _118;
+        put_w(param_2, param_3, param_4, ws);
+    }
+}
+
+kernel void mm(constant Params& p [[buffer(0)]], const device X& _288 [[buffer(1)]], const device W& v_131 [[buffer(2)]], device D& _426 [[buffer(5)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float4 xs[32][17];
+    threadgroup float4 ws[32][17];
     uint tid = gl_LocalInvocationID.x;
     uint tx = tid % 16u;
     uint ty = tid / 16u;
     uint n0 = gl_WorkGroupID.x * 64u;
     uint m0 = gl_WorkGroupID.y * 64u;
-    spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
+    spvUnsafeArray<float4, 4> acc;
     for (uint i = 0u; i < 4u; i++)
     {
-        for (uint j = 0u; j < 4u; j++)
-        {
-            acc[i][j] = 0.0;
-        }
+        acc[i] = float4(0.0);
     }
-    float _215;
-    float _257;
-    spvUnsafeArray<float, 4> a;
-    spvUnsafeArray<float, 4> b;
-    for (uint k0 = 0u; k0 < p.n_in; k0 += 16u)
+    float _282;
+    for (uint k0 = 0u; k0 < p.n_in; k0 += 32u)
     {
-        for (uint e = tid; e < 1024u; e += 256u)
+        for (uint e = tid; e < 2048u; e += 256u)
         {
-            uint rr = e / 16u;
-            uint kk = e % 16u;
+            uint rr = e / 32u;
+            uint kk = e % 32u;
             uint m = m0 + rr;
             uint k = k0 + kk;
-            bool _207 = m < p.n_rows;
-            bool _214;
-            if (_207)
+            bool _274 = m < p.n_rows;
+            bool _281;
+            if (_274)
             {
-                _214 = k < p.n_in;
+                _281 = k < p.n_in;
             }
             else
             {
-                _214 = _207;
+                _281 = _274;
             }
-            if (_214)
+            if (_281)
             {
-                _215 = _221.x[(p.ob1 + (m * p.n_in)) + k];
+                _282 = _288.x[(p.ob1 + (m * p.n_in)) + k];
             }
             else
             {
-                _215 = 0.0;
+                _282 = 0.0;
             }
-            xs[kk][rr] = _215;
-            uint n = n0 + rr;
-            bool _249 = n < p.n_out;
-            bool _256;
-            if (_249)
-            {
-                _256 = k < p.n_in;
-            }
-            else
-            {
-                _256 = _249;
-            }
-            if (_256)
-            {
-                uint param = n;
-                uint param_1 = k;
-                _257 = load_w(param, param_1, p, v_54);
-            }
-            else
-            {
-                _257 = 0.0;
-            }
-            ws[kk][rr] = _257;
+            uint param = kk;
+            uint param_1 = rr;
+            float param_2 = _282;
+            put_x(param, param_1, param_2, xs);
         }
+        uint param_3 = tid;
+        uint param_4 = n0;
+        uint param_5 = k0;
+        stage_w(param_3, param_4, param_5, ws, p, v_131);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint kk_1 = 0u; kk_1 < 16u; kk_1++)
+        for (uint kk_1 = 0u; kk_1 < 32u; kk_1++)
         {
-            for (uint i_1 = 0u; i_1 < 4u; i_1++)
-            {
-                a[i_1] = xs[kk_1][(ty * 4u) + i_1];
-                b[i_1] = ws[kk_1][(tx * 4u) + i_1];
-            }
-            for (uint i_2 = 0u; i_2 < 4u; i_2++)
-            {
-                for (uint j_1 = 0u; j_1 < 4u; j_1++)
-                {
-                    acc[i_2][j_1] += (a[i_2] * b[j_1]);
-                }
-            }
+            float4 a = xs[kk_1][ty];
+            float4 b = ws[kk_1][tx];
+            acc[0] += (b * a.x);
+            acc[1] += (b * a.y);
+            acc[2] += (b * a.z);
+            acc[3] += (b * a.w);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    for (uint i_3 = 0u; i_3 < 4u; i_3++)
+    for (uint i_1 = 0u; i_1 < 4u; i_1++)
     {
-        uint m_1 = (m0 + (ty * 4u)) + i_3;
+        uint m_1 = (m0 + (ty * 4u)) + i_1;
         if (m_1 >= p.n_rows)
         {
             continue;
         }
-        for (uint j_2 = 0u; j_2 < 4u; j_2++)
+        for (uint j = 0u; j < 4u; j++)
         {
-            uint n_1 = (n0 + (tx * 4u)) + j_2;
-            if (n_1 < p.n_out)
+            uint n = (n0 + (tx * 4u)) + j;
+            if (n < p.n_out)
             {
-                _394.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n_1] = acc[i_3][j_2];
+                float v = acc[i_1][j];
+                _426.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n] = v;
             }
         }
     }

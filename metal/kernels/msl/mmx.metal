@@ -107,57 +107,98 @@ struct B
 };
 
 static inline __attribute__((always_inline))
+void put_x(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&xs)[32][17])
+{
+    ((threadgroup float*)&xs[kk][rr >> 2u])[rr & 3u] = v;
+}
+
+static inline __attribute__((always_inline))
 float cvt16(thread const uint& bits, thread const uint& dt)
 {
-    float _49;
+    float _61;
     if (dt == 2u)
     {
-        _49 = as_type<float>(bits << uint(16));
+        _61 = as_type<float>(bits << uint(16));
     }
     else
     {
-        _49 = float2(as_type<half2>(bits)).x;
+        _61 = float2(as_type<half2>(bits)).x;
     }
-    return _49;
+    return _61;
 }
 
 static inline __attribute__((always_inline))
-float load_w(thread const uint& n, thread const uint& k, constant Params& p, const device W& v_328)
+void put_w(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&ws)[32][17])
 {
-    float _322;
-    if (p.wdt == 0u)
-    {
-        _322 = as_type<float>(v_328.w[(p.ob2 + (n * p.n_in)) + k]);
-    }
-    else
-    {
-        uint param = (v_328.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
-        uint param_1 = p.wdt;
-        _322 = cvt16(param, param_1);
-    }
-    return _322;
+    ((threadgroup float*)&ws[kk][rr >> 2u])[rr & 3u] = v;
 }
 
 static inline __attribute__((always_inline))
-float ldv(thread const uint& s, thread const uint& i, const device X& v_101, device D& v_111, device B6& v_119, device B7& v_127)
+void stage_w(thread const uint& tid, thread const uint& n0, thread const uint& k0, constant Params& p, threadgroup float4 (&ws)[32][17], const device W& v_402)
+{
+    float _389;
+    float _396;
+    for (uint e = tid; e < 2048u; e += 256u)
+    {
+        uint rr = e / 32u;
+        uint kk = e % 32u;
+        uint n = n0 + rr;
+        uint k = k0 + kk;
+        bool _381 = n < p.n_out;
+        bool _388;
+        if (_381)
+        {
+            _388 = k < p.n_in;
+        }
+        else
+        {
+            _388 = _381;
+        }
+        if (_388)
+        {
+            if (p.wdt == 0u)
+            {
+                _396 = as_type<float>(v_402.w[(p.ob2 + (n * p.n_in)) + k]);
+            }
+            else
+            {
+                uint param = (v_402.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
+                uint param_1 = p.wdt;
+                _396 = cvt16(param, param_1);
+            }
+            _389 = _396;
+        }
+        else
+        {
+            _389 = 0.0;
+        }
+        uint param_2 = kk;
+        uint param_3 = rr;
+        float param_4 = _389;
+        put_w(param_2, param_3, param_4, ws);
+    }
+}
+
+static inline __attribute__((always_inline))
+float ldv(thread const uint& s, thread const uint& i, const device X& v_113, device D& v_123, device B6& v_131, device B7& v_139)
 {
     switch (s)
     {
         case 1u:
         {
-            return v_101.x[i];
+            return v_113.x[i];
         }
         case 5u:
         {
-            return v_111.dst[i];
+            return v_123.dst[i];
         }
         case 6u:
         {
-            return v_119.b6[i];
+            return v_131.b6[i];
         }
         default:
         {
-            return v_127.b7[i];
+            return v_139.b7[i];
         }
     }
 }
@@ -167,16 +208,16 @@ float safe_tanh(thread const float& x)
 {
     float t = exp((-2.0) * abs(x));
     float r = (1.0 - t) / (1.0 + t);
-    float _82;
+    float _94;
     if (x < 0.0)
     {
-        _82 = -r;
+        _94 = -r;
     }
     else
     {
-        _82 = r;
+        _94 = r;
     }
-    return _82;
+    return _94;
 }
 
 static inline __attribute__((always_inline))
@@ -215,32 +256,32 @@ float epi_elt(thread const uint& op, thread const float& x, thread const float& 
 }
 
 static inline __attribute__((always_inline))
-void stv(thread const uint& s, thread const uint& i, thread const float& v, device D& v_111, device B6& v_119, device B7& v_127)
+void stv(thread const uint& s, thread const uint& i, thread const float& v, device D& v_123, device B6& v_131, device B7& v_139)
 {
     switch (s)
     {
         case 5u:
         {
-            v_111.dst[i] = v;
+            v_123.dst[i] = v;
             break;
         }
         case 6u:
         {
-            v_119.b6[i] = v;
+            v_131.b6[i] = v;
             break;
         }
         default:
         {
-            v_127.b7[i] = v;
+            v_139.b7[i] = v;
             break;
         }
     }
 }
 
 static inline __attribute__((always_inline))
-float epi_run(thread float& v, thread const uint& i, const device X& v_101, device D& v_111, device B6& v_119, device B7& v_127, constant Params& p)
+float epi_run(thread float& v, thread const uint& i, const device X& v_113, device D& v_123, device B6& v_131, device B7& v_139, constant Params& p)
 {
-    float _287;
+    float _299;
     for (uint k = 0u; k < p.nepi; k++)
     {
         uint4 e = p.epi[k];
@@ -253,13 +294,13 @@ float epi_run(thread float& v, thread const uint& i, const device X& v_101, devi
             uint param = slot;
             uint param_1 = j;
             uint param_2 = op;
-            float param_3 = ldv(param, param_1, v_101, v_111, v_119, v_127);
+            float param_3 = ldv(param, param_1, v_113, v_123, v_131, v_139);
             float param_4 = v;
             float param_5 = f;
             uint param_6 = slot;
             uint param_7 = j;
             float param_8 = epi_elt(param_2, param_3, param_4, param_5);
-            stv(param_6, param_7, param_8, v_111, v_119, v_127);
+            stv(param_6, param_7, param_8, v_123, v_131, v_139);
         }
         else
         {
@@ -267,13 +308,13 @@ float epi_run(thread float& v, thread const uint& i, const device X& v_101, devi
             {
                 uint param_9 = slot;
                 uint param_10 = e.y + (i % e.z);
-                _287 = ldv(param_9, param_10, v_101, v_111, v_119, v_127);
+                _299 = ldv(param_9, param_10, v_113, v_123, v_131, v_139);
             }
             else
             {
-                _287 = 0.0;
+                _299 = 0.0;
             }
-            float b = _287;
+            float b = _299;
             uint param_11 = op;
             float param_12 = v;
             float param_13 = b;
@@ -284,112 +325,86 @@ float epi_run(thread float& v, thread const uint& i, const device X& v_101, devi
     return v;
 }
 
-kernel void mmx(constant Params& p [[buffer(0)]], const device X& v_101 [[buffer(1)]], const device W& v_328 [[buffer(2)]], device D& v_111 [[buffer(5)]], device B6& v_119 [[buffer(6)]], device B7& v_127 [[buffer(7)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void mmx(constant Params& p [[buffer(0)]], const device X& v_113 [[buffer(1)]], const device W& v_402 [[buffer(2)]], device D& v_123 [[buffer(5)]], device B6& v_131 [[buffer(6)]], device B7& v_139 [[buffer(7)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
-    threadgroup float xs[16][65];
-    threadgroup float ws[16][65];
+    threadgroup float4 xs[32][17];
+    threadgroup float4 ws[32][17];
     uint tid = gl_LocalInvocationID.x;
     uint tx = tid % 16u;
     uint ty = tid / 16u;
     uint n0 = gl_WorkGroupID.x * 64u;
     uint m0 = gl_WorkGroupID.y * 64u;
-    spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
+    spvUnsafeArray<float4, 4> acc;
     for (uint i = 0u; i < 4u; i++)
     {
-        for (uint j = 0u; j < 4u; j++)
-        {
-            acc[i][j] = 0.0;
-        }
+        acc[i] = float4(0.0);
     }
-    float _483;
-    float _520;
-    spvUnsafeArray<float, 4> a;
-    spvUnsafeArray<float, 4> b;
-    for (uint k0 = 0u; k0 < p.n_in; k0 += 16u)
+    float _548;
+    for (uint k0 = 0u; k0 < p.n_in; k0 += 32u)
     {
-        for (uint e = tid; e < 1024u; e += 256u)
+        for (uint e = tid; e < 2048u; e += 256u)
         {
-            uint rr = e / 16u;
-            uint kk = e % 16u;
+            uint rr = e / 32u;
+            uint kk = e % 32u;
             uint m = m0 + rr;
             uint k = k0 + kk;
-            bool _475 = m < p.n_rows;
-            bool _482;
-            if (_475)
+            bool _540 = m < p.n_rows;
+            bool _547;
+            if (_540)
             {
-                _482 = k < p.n_in;
+                _547 = k < p.n_in;
             }
             else
             {
-                _482 = _475;
+                _547 = _540;
             }
-            if (_482)
+            if (_547)
             {
-                _483 = v_101.x[(p.ob1 + (m * p.n_in)) + k];
+                _548 = v_113.x[(p.ob1 + (m * p.n_in)) + k];
             }
             else
             {
-                _483 = 0.0;
+                _548 = 0.0;
             }
-            xs[kk][rr] = _483;
-            uint n = n0 + rr;
-            bool _512 = n < p.n_out;
-            bool _519;
-            if (_512)
-            {
-                _519 = k < p.n_in;
-            }
-            else
-            {
-                _519 = _512;
-            }
-            if (_519)
-            {
-                uint param = n;
-                uint param_1 = k;
-                _520 = load_w(param, param_1, p, v_328);
-            }
-            else
-            {
-                _520 = 0.0;
-            }
-            ws[kk][rr] = _520;
+            uint param = kk;
+            uint param_1 = rr;
+            float param_2 = _548;
+            put_x(param, param_1, param_2, xs);
         }
+        uint param_3 = tid;
+        uint param_4 = n0;
+        uint param_5 = k0;
+        stage_w(param_3, param_4, param_5, p, ws, v_402);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint kk_1 = 0u; kk_1 < 16u; kk_1++)
+        for (uint kk_1 = 0u; kk_1 < 32u; kk_1++)
         {
-            for (uint i_1 = 0u; i_1 < 4u; i_1++)
-            {
-                a[i_1] = xs[kk_1][(ty * 4u) + i_1];
-                b[i_1] = ws[kk_1][(tx * 4u) + i_1];
-            }
-            for (uint i_2 = 0u; i_2 < 4u; i_2++)
-            {
-                for (uint j_1 = 0u; j_1 < 4u; j_1++)
-                {
-                    acc[i_2][j_1] += (a[i_2] * b[j_1]);
-                }
-            }
+            float4 a = xs[kk_1][ty];
+            float4 b = ws[kk_1][tx];
+            acc[0] += (b * a.x);
+            acc[1] += (b * a.y);
+            acc[2] += (b * a.z);
+            acc[3] += (b * a.w);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    for (uint i_3 = 0u; i_3 < 4u; i_3++)
+    for (uint i_1 = 0u; i_1 < 4u; i_1++)
     {
-        uint m_1 = (m0 + (ty * 4u)) + i_3;
+        uint m_1 = (m0 + (ty * 4u)) + i_1;
         if (m_1 >= p.n_rows)
         {
             continue;
         }
-        for (uint j_2 = 0u; j_2 < 4u; j_2++)
+        for (uint j = 0u; j < 4u; j++)
         {
-            uint n_1 = (n0 + (tx * 4u)) + j_2;
-            if (n_1 < p.n_out)
+            uint n = (n0 + (tx * 4u)) + j;
+            if (n < p.n_out)
             {
-                float param_2 = acc[i_3][j_2];
-                uint param_3 = n_1;
-                float _663 = epi_run(param_2, param_3, v_101, v_111, v_119, v_127, p);
-                acc[i_3][j_2] = _663;
-                v_111.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n_1] = acc[i_3][j_2];
+                float v = acc[i_1][j];
+                float param_6 = v;
+                uint param_7 = n;
+                float _688 = epi_run(param_6, param_7, v_113, v_123, v_131, v_139, p);
+                v = _688;
+                v_123.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n] = v;
             }
         }
     }

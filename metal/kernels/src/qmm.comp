@@ -4,7 +4,10 @@
 // MODE 4 or 8: W is affine-quantized with that many bits (scales and biases
 // per group of gsize inputs); MODE 0: W is dense of dtype wdt. Each
 // workgroup computes a 64x64 tile of dst, 4x4 values per thread, staging
-// 16-wide slices of x and of the dequantized W in shared memory.
+// 32-wide slices of x and of the dequantized W in shared memory as vec4s
+// (a thread reads one vec4 of each per step for 16 products). Quantized W
+// is staged a 32-bit word per thread: its 8 (or 4) codes share one group,
+// so one scale and one bias dequantize them all.
 // EXT (with MODE 0) builds mmx: the dense product of one row followed by
 // an epilogue of elementwise ops on each output (src/epi.glsl).
 layout(local_size_x = 256) in;
@@ -61,20 +64,55 @@ layout(set = 0, binding = 5) writeonly buffer D { float dst[]; };
 
 const uint BM = 64u;
 const uint BN = 64u;
-const uint BK = 16u;
+const uint BK = 32u;
+// A row of the staging tiles is 16 vec4s plus one of padding: the writes
+// of one step (consecutive threads, consecutive k) then spread over 8
+// banks instead of one.
+const uint ROW4 = BM / 4u + 1u;
 
-shared float xs[BK][BM + 1u];
-shared float ws[BK][BN + 1u];
+shared vec4 xs[BK][ROW4];
+shared vec4 ws[BK][ROW4];
 
-float load_w(uint n, uint k) {
+void put_x(uint kk, uint rr, float v) { xs[kk][rr >> 2u][rr & 3u] = v; }
+void put_w(uint kk, uint rr, float v) { ws[kk][rr >> 2u][rr & 3u] = v; }
+
+// stage_w writes the dequantized slice k0..k0+BK of W's rows n0..n0+BN
+// into ws (zero outside W).
+void stage_w(uint tid, uint n0, uint k0) {
 #if MODE == 0
-    return LOADF(w, p.ob2 + n * p.n_in + k, p.wdt);
+    for (uint e = tid; e < BN * BK; e += gl_WorkGroupSize.x) {
+        uint rr = e / BK;
+        uint kk = e % BK;
+        uint n = n0 + rr;
+        uint k = k0 + kk;
+        put_w(kk, rr, (n < p.n_out && k < p.n_in) ? LOADF(w, p.ob2 + n * p.n_in + k, p.wdt) : 0.0);
+    }
 #else
-    const uint per = 32u / MODE;
-    uint word = w[p.ob2 + n * (p.n_in / per) + k / per];
-    float q = float((word >> ((k % per) * MODE)) & ((1u << MODE) - 1u));
-    uint si = n * (p.n_in / p.gsize) + k / p.gsize;
-    return LOADF(sc, p.ob3 + si, p.sdt) * q + LOADF(bi, p.ob4 + si, p.sdt);
+    const uint per = 32u / MODE;       // codes in a word
+    const uint wpr = BK / per;         // words of a row in the slice
+    const uint mask = (1u << MODE) - 1u;
+    uint words = p.n_in / per;
+    uint groups = p.n_in / p.gsize;
+    for (uint e = tid; e < BN * wpr; e += gl_WorkGroupSize.x) {
+        uint rr = e / wpr;
+        uint wq = e % wpr;
+        uint n = n0 + rr;
+        uint k = k0 + wq * per;
+        uint kk = wq * per;
+        if (n < p.n_out && k < p.n_in) {
+            uint word = w[p.ob2 + n * words + k / per];
+            uint si = n * groups + k / p.gsize;
+            float s = LOADF(sc, p.ob3 + si, p.sdt);
+            float b = LOADF(bi, p.ob4 + si, p.sdt);
+            for (uint i = 0u; i < per; i++) {
+                put_w(kk + i, rr, s * float((word >> (i * MODE)) & mask) + b);
+            }
+        } else {
+            for (uint i = 0u; i < per; i++) {
+                put_w(kk + i, rr, 0.0);
+            }
+        }
+    }
 #endif
 }
 
@@ -85,11 +123,10 @@ void main() {
     uint n0 = gl_WorkGroupID.x * BN;
     uint m0 = gl_WorkGroupID.y * BM;
 
-    float acc[4][4];
+    // acc[i] holds row m0 + 4ty + i, columns n0 + 4tx .. +3.
+    vec4 acc[4];
     for (uint i = 0u; i < 4u; i++) {
-        for (uint j = 0u; j < 4u; j++) {
-            acc[i][j] = 0.0;
-        }
+        acc[i] = vec4(0.0);
     }
 
     for (uint k0 = 0u; k0 < p.n_in; k0 += BK) {
@@ -98,23 +135,17 @@ void main() {
             uint kk = e % BK;
             uint m = m0 + rr;
             uint k = k0 + kk;
-            xs[kk][rr] = (m < p.n_rows && k < p.n_in) ? x[p.ob1 + m * p.n_in + k] : 0.0;
-            uint n = n0 + rr;
-            ws[kk][rr] = (n < p.n_out && k < p.n_in) ? load_w(n, k) : 0.0;
+            put_x(kk, rr, (m < p.n_rows && k < p.n_in) ? x[p.ob1 + m * p.n_in + k] : 0.0);
         }
+        stage_w(tid, n0, k0);
         barrier();
         for (uint kk = 0u; kk < BK; kk++) {
-            float a[4];
-            float b[4];
-            for (uint i = 0u; i < 4u; i++) {
-                a[i] = xs[kk][ty * 4u + i];
-                b[i] = ws[kk][tx * 4u + i];
-            }
-            for (uint i = 0u; i < 4u; i++) {
-                for (uint j = 0u; j < 4u; j++) {
-                    acc[i][j] += a[i] * b[j];
-                }
-            }
+            vec4 a = xs[kk][ty];
+            vec4 b = ws[kk][tx];
+            acc[0] += a.x * b;
+            acc[1] += a.y * b;
+            acc[2] += a.z * b;
+            acc[3] += a.w * b;
         }
         barrier();
     }
@@ -127,12 +158,13 @@ void main() {
         for (uint j = 0u; j < 4u; j++) {
             uint n = n0 + tx * 4u + j;
             if (n < p.n_out) {
+                float v = acc[i][j];
 #ifdef EXT
                 // One row (the backend folds ops into one-row products
                 // only): the value's index is its output column.
-                acc[i][j] = epi_run(acc[i][j], n);
+                v = epi_run(v, n);
 #endif
-                dst[p.ob5 + m * p.ldd + p.out0 + n] = acc[i][j];
+                dst[p.ob5 + m * p.ldd + p.out0 + n] = v;
             }
         }
     }
