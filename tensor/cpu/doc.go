@@ -53,7 +53,16 @@
 // enough either: emulated in Go, one int16 limb with a scale per 8
 // elements put tiny_b_q8g128's decode logits 6.1e-3 (per 16: 5.6e-3,
 // per 64: 9.9e-3) of the largest logit from transformers, where two limbs
-// measure 5.4e-5; these fixtures amplify float32-sized errors ~100x.) The
+// measure 5.4e-5; these fixtures amplify float32-sized errors ~100x.
+// Three int8 limbs per group would do: emulated the same way on
+// 2026-12-04 (x rounded per group to sx·(h + m/128 + l/16384) with
+// sx = max|x_g|/127, |m|, |l| <= 64, before the two-limb kernels), every
+// family's golden tests passed and the Gemma 3n decode logits were
+// 6.9e-6..3.1e-5 of the largest logit from transformers (two limbs:
+// 7.8e-6..6.3e-5), where one int16 limb failed TestGolden and
+// TestQuantizedMatchesDequantized. VPDPBUSD on nibbles widened to bytes
+// would take about 9 vector ops per 64 bytes of 4-bit weights and row
+// instead of 15: the way to a decode that reads faster than it computes.) The
 // tests hold every level to float32 error against float64
 // arithmetic on independently dequantized weights, with outliers in x
 // (quant_ref_test.go). Prefill (n >= 4) keeps x in float32. From 16 x
