@@ -23,30 +23,15 @@ const gatherChunk = 16
 // of a quantized w it runs the decode kernels on the rows the gate keeps,
 // so a Gemma 3n sparse layer reads about 5% of up_proj; otherwise it
 // computes the whole product into scratch and multiplies where g is
-// non-zero. A gathered row's dot is the one MatMul computes for the row.
+// non-zero. A gathered row's dot has the decode kernels' precision; the
+// SIMD kernels sum it in another order than MatMul, which runs the row
+// beside others (pairs, four-row passes).
 func (b *Backend) GatedMatMul(g, x *tensor.Tensor, w *tensor.Matrix, bias *tensor.Tensor) error {
-	if w == nil {
-		return fmt.Errorf("cpu gated matmul: nil matrix")
-	}
-	if err := w.Validate("cpu gated matmul"); err != nil {
+	n, err := checkMatMul("gated matmul", "g", g, x, w)
+	if err != nil {
 		return err
 	}
-	if err := checkF32("gated matmul", "x", x); err != nil {
-		return err
-	}
-	if err := checkF32("gated matmul", "g", g); err != nil {
-		return err
-	}
-	if overlaps(g.Data, x.Data) {
-		return fmt.Errorf("cpu gated matmul: g %s overlaps x %s", g, x)
-	}
-	if lastDim(x) != w.In {
-		return fmt.Errorf("cpu gated matmul: x %s has rows of %d, matrix %dx%d wants %d", x, lastDim(x), w.Out, w.In, w.In)
-	}
-	n, in, out := x.Rows(), w.In, w.Out
-	if lastDim(g) != out || g.Rows() != n {
-		return fmt.Errorf("cpu gated matmul: g %s, want %d rows of %d", g, n, out)
-	}
+	in, out := w.In, w.Out
 	var bv []float32
 	if bias != nil {
 		if err := checkF32("gated matmul", "bias", bias); err != nil {

@@ -11,27 +11,9 @@ import (
 // BF16) or affine-quantized w; dst must not overlap x. Work is split over
 // output rows, so each weight row is read once for all n rows of x.
 func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
-	if w == nil {
-		return fmt.Errorf("cpu matmul: nil matrix")
-	}
-	if err := w.Validate("cpu matmul"); err != nil {
+	n, err := checkMatMul("matmul", "dst", dst, x, w)
+	if err != nil {
 		return err
-	}
-	if err := checkF32("matmul", "x", x); err != nil {
-		return err
-	}
-	if err := checkF32("matmul", "dst", dst); err != nil {
-		return err
-	}
-	if overlaps(dst.Data, x.Data) {
-		return fmt.Errorf("cpu matmul: dst %s overlaps x %s", dst, x)
-	}
-	if lastDim(x) != w.In {
-		return fmt.Errorf("cpu matmul: x %s has rows of %d, matrix %dx%d wants %d", x, lastDim(x), w.Out, w.In, w.In)
-	}
-	n := x.Rows()
-	if lastDim(dst) != w.Out || dst.Rows() != n {
-		return fmt.Errorf("cpu matmul: dst %s, want %d rows of %d", dst, n, w.Out)
 	}
 	if n == 0 {
 		return nil
@@ -40,6 +22,35 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 		return b.matmulQuant(dst.F32(), x.F32(), n, w)
 	}
 	return b.matmulDense(dst.F32(), x.F32(), n, w)
+}
+
+// checkMatMul checks the operands of a product into dst (named dstName)
+// of x [n, w.In] and w: F32 tensors of the right shapes, dst apart from x,
+// w valid. It returns n.
+func checkMatMul(op, dstName string, dst, x *tensor.Tensor, w *tensor.Matrix) (int, error) {
+	if w == nil {
+		return 0, fmt.Errorf("cpu %s: nil matrix", op)
+	}
+	if err := w.Validate("cpu " + op); err != nil {
+		return 0, err
+	}
+	if err := checkF32(op, "x", x); err != nil {
+		return 0, err
+	}
+	if err := checkF32(op, dstName, dst); err != nil {
+		return 0, err
+	}
+	if overlaps(dst.Data, x.Data) {
+		return 0, fmt.Errorf("cpu %s: %s %s overlaps x %s", op, dstName, dst, x)
+	}
+	if lastDim(x) != w.In {
+		return 0, fmt.Errorf("cpu %s: x %s has rows of %d, matrix %dx%d wants %d", op, x, lastDim(x), w.Out, w.In, w.In)
+	}
+	n := x.Rows()
+	if lastDim(dst) != w.Out || dst.Rows() != n {
+		return 0, fmt.Errorf("cpu %s: %s %s, want %d rows of %d", op, dstName, dst, n, w.Out)
+	}
+	return n, nil
 }
 
 // matmulDense converts one weight row at a time to float32 (F32 rows are
