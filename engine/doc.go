@@ -88,8 +88,8 @@
 // (Sampler.Greedy: temperature 0, no repetition penalty) each decode step
 // asks the model for that index (models.Greedy, tensor.ArgmaxF32's rule)
 // instead of its logits: GPU backends take it on the GPU and copy back one
-// integer, not a vocabulary-sized row; the answer is the same. stop.go holds back text that may start a stop
-// string and detects n-gram loops.
+// integer, not a vocabulary-sized row; the answer is the same. stop.go
+// holds back text that may start a stop string and detects n-gram loops.
 //
 // It may import models (and their sub-packages), kvcache and tensor; never ui.
 // Package enginetest (tests only) writes a tiny model directory.
