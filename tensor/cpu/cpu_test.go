@@ -106,32 +106,14 @@ func TestMatMulDense(t *testing.T) {
 // bound (decodeTolerance) holds on every path.
 func TestMatMulQuantized(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
-	for _, b := range backends(t) {
-		for _, bits := range []int{2, 4, 8} {
-			for _, gs := range []int{32, 64, 128} {
-				for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
-					for _, sz := range []struct{ n, in, out int }{{1, 384, 13}, {2, 256, 6}, {3, 1024, 5}, {5, 128, 9}, {9, 256, 3}} {
-						if sz.in%gs != 0 {
-							continue
-						}
-						m, err := tensor.QuantizeAffine(randF32(rng, sz.out*sz.in, 0.05), sz.out, sz.in, bits, gs, sd)
-						if err != nil {
-							t.Fatal(err)
-						}
-						wd, terms := refDequant(t, m)
-						xv := testX(rng, sz.n, sz.in)
-						dst := b.Alloc(sz.n, sz.out)
-						if err := b.MatMul(dst, mustT(t, xv, sz.n, sz.in), m); err != nil {
-							t.Fatal(err)
-						}
-						want, mag := refProduct(xv, wd, terms, sz.n, sz.in, sz.out)
-						checkProduct(t, fmt.Sprintf("%d threads simd %v avx512 %v: q%d g%d %s n=%d", b.threads, b.simd, b.avx512, bits, gs, sd, sz.n),
-							dst.F32(), want, mag)
-					}
-				}
-			}
+	sizes := []struct{ n, in, out int }{{1, 384, 13}, {2, 256, 6}, {3, 1024, 5}, {5, 128, 9}, {9, 256, 3}}
+	eachQuantCase(t, rng, []int{2, 4, 8}, sizes, func(c quantCase) {
+		dst := c.b.Alloc(c.n, c.out)
+		if err := c.b.MatMul(dst, mustT(t, c.x, c.n, c.in), c.m); err != nil {
+			t.Fatal(err)
 		}
-	}
+		checkProduct(t, c.String(), dst.F32(), c.want, c.mag)
+	})
 }
 
 func TestGather(t *testing.T) {

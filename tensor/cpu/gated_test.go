@@ -19,33 +19,15 @@ import (
 // passes), which sums in another order.
 func TestGatedMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, b := range backends(t) {
-		for _, bits := range []int{4, 8} {
-			for _, gs := range []int{32, 64, 128} {
-				for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
-					for _, sz := range []struct{ n, in, out int }{{1, 256, 300}, {2, 384, 97}, {3, 1024, 64}, {5, 128, 40}, {1, 320, 77}} {
-						if sz.in%gs != 0 {
-							continue
-						}
-						m, err := tensor.QuantizeAffine(randF32(rng, sz.out*sz.in, 0.05), sz.out, sz.in, bits, gs, sd)
-						if err != nil {
-							t.Fatal(err)
-						}
-						wd, terms := refDequant(t, m)
-						xv := testX(rng, sz.n, sz.in)
-						want, mag := refProduct(xv, wd, terms, sz.n, sz.in, sz.out)
-						for _, density := range []float64{0, 0.05, 0.2, 0.6, 1} {
-							for _, withBias := range []bool{false, true} {
-								what := fmt.Sprintf("%d threads simd %v avx512 %v: q%d g%d %s n=%d density %g bias %v",
-									b.threads, b.simd, b.avx512, bits, gs, sd, sz.n, density, withBias)
-								checkGated(t, what, b, rng, m, xv, sz.n, density, withBias, want, mag)
-							}
-						}
-					}
-				}
+	sizes := []struct{ n, in, out int }{{1, 256, 300}, {2, 384, 97}, {3, 1024, 64}, {5, 128, 40}, {1, 320, 77}}
+	eachQuantCase(t, rng, []int{4, 8}, sizes, func(c quantCase) {
+		for _, density := range []float64{0, 0.05, 0.2, 0.6, 1} {
+			for _, withBias := range []bool{false, true} {
+				what := fmt.Sprintf("%s density %g bias %v", c, density, withBias)
+				checkGated(t, what, c.b, rng, c.m, c.x, c.n, density, withBias, c.want, c.mag)
 			}
 		}
-	}
+	})
 }
 
 func checkGated(t *testing.T, what string, b *Backend, rng *rand.Rand, m *tensor.Matrix, xv []float32, n int, density float64, withBias bool,

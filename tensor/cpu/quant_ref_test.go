@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -150,6 +151,50 @@ func TestDecodeBF16ScalesInPlace(t *testing.T) {
 				if v != want.F32()[i] {
 					t.Fatalf("threads=%d n=%d in=%d out=%d q%d g%d: element %d is %v with bf16 scales in place, %v with them widened first",
 						th, c.n, c.in, c.out, c.bits, c.gs, i, v, want.F32()[i])
+				}
+			}
+		}
+	}
+}
+
+// quantCase is one quantized product of a test sweep (eachQuantCase): a
+// random matrix m, rows x with outliers (testX) and their float64 product
+// want with its error scale mag (refProduct).
+type quantCase struct {
+	b          *Backend
+	m          *tensor.Matrix
+	n, in, out int
+	x          []float32
+	want, mag  []float64
+}
+
+func (c quantCase) String() string {
+	return fmt.Sprintf("%d threads simd %v avx512 %v: q%d g%d %s n=%d", c.b.threads, c.b.simd, c.b.avx512,
+		c.m.Bits, c.m.GroupSize, c.m.Scales.DType, c.n)
+}
+
+// eachQuantCase calls fn for every kernel level (backends), bit width in
+// bits, group size 32, 64 and 128, scale dtype and size whose inner size
+// the group size divides.
+func eachQuantCase(t *testing.T, rng *rand.Rand, bits []int, sizes []struct{ n, in, out int }, fn func(c quantCase)) {
+	t.Helper()
+	for _, b := range backends(t) {
+		for _, bw := range bits {
+			for _, gs := range []int{32, 64, 128} {
+				for _, sd := range []tensor.DType{tensor.BF16, tensor.F16, tensor.F32} {
+					for _, sz := range sizes {
+						if sz.in%gs != 0 {
+							continue
+						}
+						m, err := tensor.QuantizeAffine(randF32(rng, sz.out*sz.in, 0.05), sz.out, sz.in, bw, gs, sd)
+						if err != nil {
+							t.Fatal(err)
+						}
+						wd, terms := refDequant(t, m)
+						c := quantCase{b: b, m: m, n: sz.n, in: sz.in, out: sz.out, x: testX(rng, sz.n, sz.in)}
+						c.want, c.mag = refProduct(c.x, wd, terms, sz.n, sz.in, sz.out)
+						fn(c)
+					}
 				}
 			}
 		}
