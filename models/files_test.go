@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"mlxchat/safefile/safefiletest"
 	"mlxchat/tensor/cpu"
 )
 
@@ -69,19 +70,11 @@ func TestHostileModelFiles(t *testing.T) {
 	}
 }
 
-// within runs f and returns its error, failing the test if f takes more
-// than 20 s (a load blocked on a named pipe never returns).
+// within fails the test if f takes more than 20 s (a load blocked on a
+// named pipe never returns).
 func within(t *testing.T, what string, f func() error) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s hangs", what)
-		return nil
-	}
+	return safefiletest.Within(t, what, 20*time.Second, f)
 }
 
 // TestCheckFileSize: a file read whole that is larger than any real one

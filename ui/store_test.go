@@ -16,6 +16,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"mlxchat/engine"
+	"mlxchat/safefile/safefiletest"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -388,28 +389,16 @@ func TestHostileStateFiles(t *testing.T) {
 			"loading input history: " + dir + " is a directory, expected a regular file"},
 		{"over 1 MiB of config", huge, "config file " + huge + " is 2.0 MiB, expected at most 1.0 MiB", ""},
 	}
-	within := func(t *testing.T, what string, f func() error) error {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() { done <- f() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s hangs", what)
-			return nil
-		}
-	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := within(t, "LoadConfig", func() error { _, err := LoadConfig(tc.path, false); return err })
+			err := safefiletest.Within(t, "LoadConfig", 10*time.Second, func() error { _, err := LoadConfig(tc.path, false); return err })
 			if err == nil || err.Error() != tc.wantConfig {
 				t.Errorf("LoadConfig: %v, want %q", err, tc.wantConfig)
 			}
 			if tc.wantHist == "" {
 				return
 			}
-			err = within(t, "loadHistory", func() error { _, err := loadHistory(tc.path); return err })
+			err = safefiletest.Within(t, "loadHistory", 10*time.Second, func() error { _, err := loadHistory(tc.path); return err })
 			if err == nil || err.Error() != tc.wantHist {
 				t.Errorf("loadHistory: %v, want %q", err, tc.wantHist)
 			}
