@@ -853,29 +853,18 @@ func Open() (*gpu.Backend, *Driver, error) {
 		}
 		b.SetFusionMode(m)
 	}
-	switch c := os.Getenv("MLXCHAT_GPU_CHAINS"); c {
-	case "", "1":
-	case "0":
-		b.SetChains(false)
-	default:
-		d.Close()
-		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_CHAINS=%q: want 0 or 1", c)
-	}
-	switch c := os.Getenv("MLXCHAT_GPU_EARLY"); c {
-	case "", "1":
-	case "0":
-		b.SetEarlySubmit(false)
-	default:
-		d.Close()
-		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_EARLY=%q: want 0 or 1", c)
-	}
-	switch c := os.Getenv("MLXCHAT_GPU_SCHEDULE"); c {
-	case "", "1":
-	case "0":
-		b.SetSchedule(false)
-	default:
-		d.Close()
-		return nil, nil, fmt.Errorf("vulkan: MLXCHAT_GPU_SCHEDULE=%q: want 0 or 1", c)
+	for _, sw := range []struct {
+		name string
+		set  func(bool)
+	}{{"MLXCHAT_GPU_CHAINS", b.SetChains}, {"MLXCHAT_GPU_EARLY", b.SetEarlySubmit}, {"MLXCHAT_GPU_SCHEDULE", b.SetSchedule}} {
+		switch c := os.Getenv(sw.name); c {
+		case "", "1":
+		case "0":
+			sw.set(false)
+		default:
+			d.Close()
+			return nil, nil, fmt.Errorf("vulkan: %s=%q: want 0 or 1", sw.name, c)
+		}
 	}
 	return b, d, nil
 }
