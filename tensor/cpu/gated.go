@@ -71,16 +71,15 @@ func (b *Backend) gatedRows(g, x []float32, w *tensor.Matrix, bv []float32) bool
 	if !b.canGather(w) {
 		return false
 	}
-	out := w.Out
-	if nonZeroCount(g) > int(gatherDensity*float64(out)) {
-		return false
-	}
-	idxBuf := b.getBuf(out) // row indices, stored as int32 bits
+	limit := int(gatherDensity * float64(w.Out))
+	idxBuf := b.getBuf(limit) // row indices, stored as int32 bits
 	defer b.putBuf(idxBuf)
-	idx := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(*idxBuf))), out)
-	rows := idx[:0]
+	rows := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(*idxBuf))), limit)[:0]
 	for j, v := range g {
 		if v != 0 {
+			if len(rows) == limit {
+				return false // too many kept: the whole product is cheaper
+			}
 			rows = append(rows, int32(j))
 		}
 	}
@@ -132,17 +131,6 @@ func (b *Backend) gatedFull(gd, xd []float32, n int, w *tensor.Matrix, bv []floa
 		}
 	})
 	return nil
-}
-
-// nonZeroCount counts the non-zero values of v.
-func nonZeroCount(v []float32) int {
-	n := 0
-	for _, x := range v {
-		if x != 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // canGather reports whether matvecRows has a kernel for w.
