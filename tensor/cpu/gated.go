@@ -171,6 +171,7 @@ func (b *Backend) matvecRows(dst, x []float32, w *tensor.Matrix, rows []int32) b
 	xq := make([]int16, 2*in)
 	xsplitSIMD(xq, x, w.Bits, scale)
 	ws := in * w.Bits / 8
+	pf := (splitPrefetch + ws - 1) / ws * ws // within the block, as matmulQuantSIMD's
 	inPlace := splitBF16 && gpad == groups && w.Scales.DType == tensor.BF16 && w.Biases.DType == tensor.BF16
 	b.pool.splitParts(len(rows), 16, 4*b.threads, func(lo, hi int) {
 		wBuf := b.getBuf((gatherChunk*ws + 3) / 4)
@@ -205,7 +206,6 @@ func (b *Backend) matvecRows(dst, x []float32, w *tensor.Matrix, rows []int32) b
 				}
 			}
 			half := n / 2 // row k pairs with row k+half, as in matmulQuantSIMD
-			pf := (splitPrefetch + ws - 1) / ws * ws
 			if inPlace {
 				qmatSplitBF16SIMD(w.Bits, gs, &wb[0], &su[0], &bu[0], &xq[0], &xs[0], &dst[c0],
 					n, groups, gpad, ws, sx, pf, half*ws, half*groups*2, half*4)
