@@ -61,8 +61,8 @@ func TestLoadFamilies(t *testing.T) {
 			}
 			// Both runs compute in float32 and differ only in the order of
 			// sums (a chunk's leftover rows take the CPU's decode kernels,
-			// float32-precise since they split x into two int16 limbs,
-			// tensor/cpu/doc.go), dense and 4-bit alike.
+			// float32-precise since they round x per group to 24 bits or
+			// finer, tensor/cpu/doc.go), dense and 4-bit alike.
 			const tol = 1e-4
 			if !(diff <= tol*scale) || scale == 0 {
 				t.Errorf("%s %d-bit: one-shot vs chunked differ by %g (max |logit| %g)", fam, bits, diff, scale)

@@ -29,8 +29,8 @@ import (
 // chunked, decode). Both sides compute in float32 from the same weights
 // (a quantized fixture's reference runs on exactly the dequantized ones)
 // and differ only in the order of float32 sums: the CPU backend's
-// quantized products are float32-precise at any row count (decode splits
-// x into two int16 limbs, tensor/cpu/doc.go), and these fixtures measure
+// quantized products are float32-precise at any row count (decode rounds
+// x per group to 24 bits or finer, tensor/cpu/doc.go), and these fixtures measure
 // ~1e-6. Any real divergence (a wrong constant, mask, position, norm,
 // table, scale, bias, group or nibble order) moves logits by 1e-2 or more.
 const Tolerance = 1e-4

@@ -69,7 +69,7 @@ const goldenTolerance = 1e-4
 // quantized ones (MLX affine codes in model.safetensors, the reference run
 // on exactly the dequantized weights) are held to the same 1e-4 where the
 // network allows it: the CPU's quantized products are float32-precise at
-// any row count (decode splits x into two int16 limbs, tensor/cpu/doc.go),
+// any row count (decode rounds x per group to 24 bits or finer, tensor/cpu/doc.go),
 // and tiny_b_q8g128 measures up to 6.8e-5. tiny_b_mixed's weights make a
 // network that amplifies float32 rounding (layer errors jump ~10x at its
 // first non-sparse layers): a dense F32 copy of exactly its dequantized

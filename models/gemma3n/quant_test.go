@@ -132,8 +132,8 @@ func quantizePair(t *testing.T, src string, bits, group int, overrides ...quantO
 // float32 weights (scale·q + bias is exact in float32 for BF16 scales and
 // 4/8-bit codes); the CPU kernels only round differently: they sum
 // Σ_g s_g·Σq·x + b_g·Σx (MLX's formula) or sum in another order, and
-// decode splits x into two int16 limbs, as precise as float32. A wrong
-// scale, bias, group or nibble order moves logits by O(1).
+// decode rounds x per group to 24 bits or finer, as precise as float32.
+// A wrong scale, bias, group or nibble order moves logits by O(1).
 const quantTolerance = 1e-4
 
 // illConditioned is the bound for tiny_b at 4-bit g32, whose prompt

@@ -863,13 +863,19 @@ func TestXSplit(t *testing.T) {
 	}
 }
 
-// TestXZLayout checks that the AVX-512 block layout puts every element of
-// a row in its own slot, that the two limbs bring each element back
-// within sx/65536 plus float32 rounding, that the padding is zero and that
-// sxs holds each group's scale and sum.
+// TestXZLayout checks that the AVX-512 block layouts put every element of
+// a row in its own slot, that the limbs stay in their ranges and bring
+// each element back within the layout's bound plus float32 rounding
+// (4 bits: sx/2 with sx = max|x_g|/(2^23-4); 8 bits: sx/65536 with sx =
+// max|x_g|/32767), that the padding is zero and that sxs holds each
+// group's scale and sum.
 func TestXZLayout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	for _, bits := range []int{4, 8} {
+		full, limbs, limbSize := float64(xzFull8), 2, 256
+		if bits == 4 {
+			full, limbs, limbSize = xzFull4, 3, 384
+		}
 		for _, c := range []struct{ in, gs int }{{96, 32}, {128, 64}, {608, 32}, {2560, 128}, {320, 64}} {
 			x := testX(rng, 1, c.in)
 			for i := 0; i < c.gs; i++ {
@@ -877,36 +883,56 @@ func TestXZLayout(t *testing.T) {
 			}
 			padded := (c.in + 127) &^ 127
 			groups := c.in / c.gs
-			xq := make([]int16, xzLen(c.in))
+			xq := make([]byte, xzLen(c.in, bits))
 			for i := range xq {
-				xq[i] = 12345 // must be overwritten or cleared
+				xq[i] = 99 // must be overwritten or cleared
 			}
 			sxs := make([]float32, sxsLen(groups))
 			for i := range sxs {
 				sxs[i] = -1
 			}
 			xzQuantize(xq, sxs, x, c.gs, bits)
-			seen := make([]bool, len(xq))
+			words := xzWords(xq)
+			slots := len(words)
+			if bits == 4 {
+				slots = len(xq)
+			}
+			seen := make([]bool, slots)
 			for e := 0; e < padded; e++ {
 				p := xzIndex(e, bits)
-				if p < 0 || p+128 >= len(xq) || seen[p] || p/256 != e/128 || p%256 >= 128 {
-					t.Fatalf("bits %d in %d: element %d maps to %d (taken or outside its block's hi limb)", bits, c.in, e, p)
+				if p < 0 || p+128*(limbs-1) >= slots || seen[p] || p/limbSize != e/128 || p%limbSize >= 128 {
+					t.Fatalf("bits %d in %d: element %d maps to %d (taken or outside its block's first limb)", bits, c.in, e, p)
 				}
 				seen[p] = true
+				// D: the integer the limbs hold, in units of sx.
+				var d float64
+				if bits == 4 {
+					h, m, l := int8(xq[p]), xq[p+128], xq[p+256]
+					d = 65536*float64(h) + 256*float64(m) + float64(l)
+				} else {
+					hi, lo := words[p], words[p+128]
+					if lo < -16384 || lo > 16384 {
+						t.Fatalf("bits %d in %d: lo limb of x[%d] is %d", bits, c.in, e, lo)
+					}
+					d = float64(hi) + float64(lo)/32768
+				}
 				if e >= c.in {
-					if xq[p] != 0 || xq[p+128] != 0 {
-						t.Fatalf("bits %d in %d: padding element %d is %d %d", bits, c.in, e, xq[p], xq[p+128])
+					if d != 0 {
+						t.Fatalf("bits %d in %d: padding element %d holds %g", bits, c.in, e, d)
 					}
 					continue
 				}
+				if math.Abs(d) > full+1.5 {
+					t.Fatalf("bits %d in %d: x[%d] maps to %g, past %g", bits, c.in, e, d, full)
+				}
 				g := e / c.gs
 				sx := float64(sxs[g/16*32+g%16])
-				back := sx * (float64(xq[p]) + float64(xq[p+128])/32768)
-				if math.Abs(back-float64(x[e])) > sx/65536+2.5e-7*math.Abs(float64(x[e])) {
-					t.Fatalf("bits %d in %d: x[%d] = %g comes back as %g", bits, c.in, e, x[e], back)
+				bound := sx / 65536
+				if bits == 4 {
+					bound = sx / 2
 				}
-				if lo := xq[p+128]; lo < -16384 || lo > 16384 {
-					t.Fatalf("bits %d in %d: lo limb of x[%d] is %d", bits, c.in, e, lo)
+				if back := sx * d; math.Abs(back-float64(x[e])) > bound+2.5e-7*math.Abs(float64(x[e])) {
+					t.Fatalf("bits %d in %d: x[%d] = %g comes back as %g", bits, c.in, e, x[e], back)
 				}
 			}
 			for g := 0; g < (groups+15)/16*16; g++ {
@@ -923,8 +949,8 @@ func TestXZLayout(t *testing.T) {
 					s += float64(v)
 					a += math.Abs(float64(v))
 				}
-				if math.Abs(float64(sx)-m/32767) > 1e-6*m/32767 || math.Abs(float64(sum)-s) > 1e-6*a {
-					t.Fatalf("bits %d in %d: group %d scale %g sum %g, want %g %g", bits, c.in, g, sx, sum, m/32767, s)
+				if want := m / full; math.Abs(float64(sx)-want) > 1e-6*want || math.Abs(float64(sum)-s) > 1e-6*a {
+					t.Fatalf("bits %d in %d: group %d scale %g sum %g, want %g %g", bits, c.in, g, sx, sum, want, s)
 				}
 			}
 		}

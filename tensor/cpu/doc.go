@@ -41,28 +41,26 @@
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //
 // Numerics. Decode (n < 4 x rows, and rows left over after blocks of
-// four) splits x into two int16 limbs, x ≈ sx·(hi + lo/32768) with
-// |lo| <= 16384 (AVX2: one power-of-two sx per row, |x/sx| < 2^14;
-// AVX-512: sx = max|x_g|/32767 per group), so an element is off by at
-// most sx/65536 plus float32 rounding, and forms exact integer dots of
-// both limbs: Σ_g s_g·sx·(Σ q·hi + 2^-15·Σ q·lo) + b_g·(Σ x), MLX's
-// affine formula, as precise as float32 arithmetic. (Rounding x to one
-// int16 per group moved each element by up to max|x_g|/65534, which
-// activation outliers made 1e-4 of a product and 2.6e-3 of Gemma 3n's
-// logits. A scale per 8 or 16 elements instead of per group is not
-// enough either: emulated in Go, one int16 limb with a scale per 8
-// elements put tiny_b_q8g128's decode logits 6.1e-3 (per 16: 5.6e-3,
-// per 64: 9.9e-3) of the largest logit from transformers, where two limbs
-// measure 5.4e-5; these fixtures amplify float32-sized errors ~100x.
-// Three int8 limbs per group would do: emulated the same way on
-// 2026-12-04 (x rounded per group to sx·(h + m/128 + l/16384) with
-// sx = max|x_g|/127, |m|, |l| <= 64, before the two-limb kernels), every
-// family's golden tests passed and the Gemma 3n decode logits were
-// 6.9e-6..3.1e-5 of the largest logit from transformers (two limbs:
-// 7.8e-6..6.3e-5), where one int16 limb failed TestGolden and
-// TestQuantizedMatchesDequantized. VPDPBUSD on nibbles widened to bytes
-// would take about 9 vector ops per 64 bytes of 4-bit weights and row
-// instead of 15: the way to a decode that reads faster than it computes.) The
+// four) rounds x per group to an integer grid fine enough that the
+// integer dots are as precise as float32 arithmetic, and forms exact
+// integer dots: Σ_g s_g·sx·Σ q·D + b_g·(Σ x), MLX's affine formula. AVX2
+// and NEON, and AVX-512 for 8-bit weights, split x into two int16 limbs,
+// x ≈ sx·(hi + lo/32768) with |lo| <= 16384 (AVX2: one power-of-two sx
+// per row, |x/sx| < 2^14; AVX-512: sx = max|x_g|/32767 per group), off by
+// at most sx/65536. AVX-512 for 4-bit weights takes D = round(x/sx), a
+// 24-bit integer with sx = max|x_g|/(2^23-4) (off by at most 2^-24 of the
+// group's largest), as three bytes for VPDPBUSD (xlayout.go). (Rounding x
+// to one int16 per group moved each element by up to max|x_g|/65534,
+// which activation outliers made 1e-4 of a product and 2.6e-3 of Gemma
+// 3n's logits; one int16 limb with a scale per 8 elements put
+// tiny_b_q8g128's decode logits 6.1e-3 of the largest logit from
+// transformers. Three signed byte limbs, a 22-bit D with sx =
+// max|x_g|/(127·2^14), put the same fixture's chunk-1 logits 1.4e-4 off
+// and tiny_b_mixed's 3.4e-4, past their 1e-4 and 3e-4; with 24 bits
+// tiny_b_mixed measures 1.7e-4 (two int16 limbs: 2.4e-4) and
+// tiny_b_q8g128, emulated, 4.2e-5 (4.0e-5). A note from an earlier session that three signed byte limbs
+// passed was wrong: its emulation rounded only the groups the Go
+// quantizer handles, not those of the AVX-512 one.) The
 // tests hold every level to float32 error against float64
 // arithmetic on independently dequantized weights, with outliers in x
 // (quant_ref_test.go). Prefill (n >= 4) keeps x in float32. From 16 x
@@ -84,15 +82,20 @@
 // not used.)
 //
 // AVX-512 decode layout. x is stored per 128-element block so that one
-// 64-byte load of weights lines up with whole vectors of x (xlayout.go);
-// 4-bit words are split into nibbles with one AND or shift each, 8-bit
-// words into bytes, and VPDPWSSD multiplies them with both limbs of x
-// (the lo limb 256 bytes after the hi one). Four output rows share each
-// block of x; per-lane group factors come from VPERMPS over s·sx computed
-// per row. x itself is split and laid out in assembly. Machines without
-// AVX-512 still check these kernels: emu512_amd64_test.go interprets the
-// generated assembly (exactly the instructions gen_kernels512.go emits,
-// with hardware rounding) against float64 references.
+// 64-byte load of weights lines up with whole vectors of x (xlayout.go).
+// 4 bits: x's three byte limbs hold the block's even elements then its
+// odd ones, so the low nibbles of 64 weight bytes (one AND) and the high
+// ones (a shift and an AND) multiply them directly: six VPDPBUSD a row
+// and block, chained as ((q·h)·2^8 + q·m)·2^8 + q·l in int32, one
+// conversion and one FMA with the lanes' group factors (VPERMPS over
+// s·sx computed per row). 8 bits: words are split into bytes and
+// VPDPWSSD multiplies them with both int16 limbs (the lo limb 256 bytes
+// after the hi one). Four output rows share each block of x. x itself is
+// quantized and laid out in assembly. Weights are prefetched two 4-row
+// passes ahead into L2 (qzSetup). Machines without AVX-512 still check
+// these kernels: emu512_amd64_test.go interprets the generated assembly
+// (exactly the instructions gen_kernels512.go emits, with hardware
+// rounding) against float64 references.
 //
 // AVX2 decode: rows go in pairs (k and k+rows/2 of a tile: two
 // sequential streams, not two interleaved in one page) that share each
@@ -126,12 +129,19 @@
 //	  best-of): avx512 q4 g32/g64/g128 24.0/22.6/21.8 GB/s, q8
 //	  36.1/36.1/42.4; avx2 q4 15.4-15.8, q8 27.3-31.0. Two int16 limbs of x
 //	  make ~20 zmm instructions per 64 bytes of 4-bit weights, so one core
-//	  is bound near 22 GB/s by instruction throughput.
+//	  is bound near 22 GB/s by instruction throughput. Byte limbs with
+//	  VPDPBUSD (~14): q4 23.9/22.5/21.8 -> 28.3/26.4/27.1 (interleaved
+//	  runs, quiet).
+//	MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run XXX -bench
+//	  'E2BDecode/ctx=32$' -benchtime 16x, before -> after the byte-limb
+//	  kernels with every weight prefetch into L2, medians of 6 interleaved
+//	  runs (2-thread read bandwidth ~35 GB/s that day): 20.1 -> 23.3
+//	  tok/s; with -cpu 1 (one thread runs the products) 12.5 -> 15.3.
 //	go test -bench 'ReadBandwidth': 30.8 GB/s on 1 core, 61.6 on 2.
 //	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
 //	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
 //	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x
-//	  (qzSetup's pfl2).
+//	  (since then into L2 for every width: qzSetup).
 //	go test -bench 'QuantMatMul/.*n=512/threads=1': 95.5-99.5 GFLOP/s (Zen
 //	  4 runs a 512-bit FMA in two halves: about 112 GFLOP/s a core at its
 //	  clock).

@@ -582,6 +582,57 @@ func (e *emu) exec(in *emuInst) {
 			seti32(out, i, s)
 		}
 		e.vwrite(last(), out, in)
+	case "VPDPBUSD": // unsigned bytes of src2 times signed bytes of src3, in groups of 4
+		w := vwidth(last())
+		x, y := e.vread(a[0], w, in), e.vread(a[1], w, in)
+		out := e.vread(last(), w, in)
+		for i := 0; i < w/4; i++ {
+			s := i32at(out, i)
+			for k := 0; k < 4; k++ {
+				s += int32(y[4*i+k]) * int32(int8(x[4*i+k]))
+			}
+			seti32(out, i, s)
+		}
+		e.vwrite(last(), out, in)
+	case "VPADDD", "VPSUBD":
+		w := vwidth(last())
+		x, y := e.vread(a[0], w, in), e.vread(a[1], w, in)
+		for i := 0; i < w/4; i++ {
+			if in.op == "VPADDD" {
+				seti32(y, i, i32at(y, i)+i32at(x, i))
+			} else {
+				seti32(y, i, i32at(y, i)-i32at(x, i))
+			}
+		}
+		e.vwrite(last(), y, in)
+	case "VPSRAD":
+		w := vwidth(last())
+		x := e.vread(a[1], w, in)
+		for i := 0; i < w/4; i++ {
+			seti32(x, i, i32at(x, i)>>uint(a[0].imm))
+		}
+		e.vwrite(last(), x, in)
+	case "VPMOVDB": // truncate each dword to its low byte
+		x := e.vread(a[0], 64, in)
+		out := make([]byte, 16)
+		for i := range out {
+			out[i] = x[4*i]
+		}
+		e.vwrite(last(), out, in)
+	case "VPERMI2D":
+		w := vwidth(last())
+		t2, t1, idx := e.vread(a[0], w, in), e.vread(a[1], w, in), e.vread(last(), w, in)
+		n := w / 4
+		out := make([]byte, w)
+		for i := 0; i < n; i++ {
+			j := int(uint32(i32at(idx, i))) & (2*n - 1)
+			if j < n {
+				seti32(out, i, i32at(t1, j))
+			} else {
+				seti32(out, i, i32at(t2, j-n))
+			}
+		}
+		e.vwrite(last(), out, in)
 	case "VPSRLW", "VPSLLD", "VPSRLD":
 		w := vwidth(last())
 		n := uint(a[0].imm)

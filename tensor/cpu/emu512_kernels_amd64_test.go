@@ -16,7 +16,7 @@ import (
 // two ranges of output rows as two workers would.
 func emuMatvec512(t *testing.T, e *emu, w *tensor.Matrix, x []float32) []float32 {
 	in, gs, bits := w.In, w.GroupSize, w.Bits
-	xq := make([]int16, xzLen(in))
+	xq := make([]byte, xzLen(in, bits))
 	sxs := make([]float32, sxsLen(in/gs))
 	xzQuantize(xq, sxs, x, gs, bits)
 	a := qzSetup(w, xq, sxs)
@@ -80,10 +80,10 @@ func TestEmu512Quantizer(t *testing.T) {
 				x[i] = 0 // an all-zero group
 			}
 			blocks := c.in / 128
-			wantQ, gotQ := make([]int16, xzLen(c.in)), make([]int16, xzLen(c.in))
+			wantQ, gotQ := make([]byte, xzLen(c.in, bits)), make([]byte, xzLen(c.in, bits))
 			wantS, gotS := make([]float32, sxsLen(c.in/c.gs)), make([]float32, sxsLen(c.in/c.gs))
 			for i := range gotQ {
-				gotQ[i] = 999
+				gotQ[i] = 99
 			}
 			xzQuantize(wantQ, wantS, x, c.gs, bits)
 			for _, b := range [][]byte{emuBytes(x), emuBytes(gotQ), emuBytes(gotS)} {

@@ -35,7 +35,6 @@ const (
 	offPf4     = 144
 	offPf1     = 152
 	offWfull   = 160
-	offPfL2    = 168
 )
 
 type variant struct{ bits, gs int }
@@ -44,6 +43,15 @@ func (v variant) name() string { return fmt.Sprintf("qz%dg%d", v.bits, v.gs) }
 
 // blockBytes is the packed size of one 128-element block of a row.
 func (v variant) blockBytes() int { return 128 * v.bits / 8 }
+
+// xBlockBytes is the size of one 128-element block of x in its layout:
+// three byte limbs for 4 bits, two int16 limbs for 8.
+func (v variant) xBlockBytes() int {
+	if v.bits == 4 {
+		return 384
+	}
+	return 512
+}
 
 // gpb is the number of groups in a block.
 func (v variant) gpb() int { return 128 / v.gs }
@@ -89,15 +97,16 @@ func cAddr(r, off int) string {
 func z(i int) string { return fmt.Sprintf("Z%d", i) }
 
 // Per-row vector registers: accumulator, loaded weights, unpacked codes,
-// integer dots with the hi and the lo limb of x.
+// integer dots (for 8 bits: with the hi limb, and dlreg with the lo one).
 func acc(r int) string   { return z(4 + r) }
 func wreg(r int) string  { return z(8 + r) }
 func nreg(r int) string  { return z(12 + r) }
 func dreg(r int) string  { return z(16 + r) }
 func dlreg(r int) string { return z(20 + r) }
 
-// load emits the load of 64 weight bytes, masked with k in the tail block.
-func (g *gen) load(addr, dst string, k string) {
+// loadMask emits the load of 64 weight bytes, masked by words with k
+// ("": none) in the tail block.
+func (g *gen) loadMask(addr, dst, k string) {
 	if k == "" {
 		g.f("\tVMOVDQU64 %s, %s", addr, dst)
 		return
@@ -105,15 +114,14 @@ func (g *gen) load(addr, dst string, k string) {
 	g.f("\tVMOVDQU16.Z %s, %s, %s", addr, k, dst)
 }
 
-// scale converts the integer dots d (hi limb) and dl (lo limb) of one row
-// to float, combines them as d + 2^-15·dl (Z29) and adds them, times each
-// lane's group factor at c, to the row's accumulator.
-func (g *gen) scale(v variant, d, dl, c string, r int) {
-	g.f("\tVCVTDQ2PS %s, %s", d, d)
-	g.f("\tVCVTDQ2PS %s, %s", dl, dl)
-	g.f("\tVFMADD231PS Z29, %s, %s", dl, d)
-	perm := (v.bits == 4 && v.gs < 128) || (v.bits == 8 && v.gs == 32)
-	if perm {
+// permuted reports whether v's lanes need their group factors gathered
+// with VPERMPS (more than one group per 16 lanes).
+func (v variant) permuted() bool { return (v.bits == 4 && v.gs < 128) || (v.bits == 8 && v.gs == 32) }
+
+// scaleAdd adds the float dots d of one row, times each lane's group
+// factor at c, to the row's accumulator.
+func (g *gen) scaleAdd(v variant, d, c string, r int) {
+	if v.permuted() {
 		g.f("\tVPERMPS %s, Z30, Z24", c)
 		g.f("\tVFMADD231PS Z24, %s, %s", d, acc(r))
 		return
@@ -121,14 +129,59 @@ func (g *gen) scale(v variant, d, dl, c string, r int) {
 	g.f("\tVFMADD231PS.BCST %s, %s, %s", c, d, acc(r))
 }
 
-// body emits one block for rows 0..R-1; tail selects masked loads. Each
-// dot with a vector of x's hi limb (Z0-Z3) has its twin with the lo limb,
-// read from memory 256 bytes further on, into the lo dots (Z20-Z23).
+// body emits one block for rows 0..R-1; tail selects masked loads.
 func (g *gen) body(v variant, R int, tail bool) {
 	k0, k1 := "", ""
 	if tail {
 		k0, k1 = "K3", "K4"
 	}
+	if v.bits == 4 {
+		g.body4(v, R, k0)
+	} else {
+		g.body8(v, R, k0, k1)
+	}
+}
+
+// body4 is body for 4 bits, x in three byte limbs (xlayout.go): Z0-Z3
+// and Z20-Z21 hold h, m and l, each as the block's even elements then its odd ones.
+// The low nibbles of 64 bytes are the even elements, the high nibbles the
+// odd ones, so VPDPBUSD multiplies them with x without shuffles: the
+// signed h limb with the codes as unsigned bytes, the unsigned m and l
+// limbs with the codes as signed bytes (0-15 either way), and
+// d = ((q·h)·2^8 + q·m)·2^8 + q·l = Σ q·D is exact in int32 (a lane sums 8
+// products of at most 15·2^23).
+func (g *gen) body4(v variant, R int, k0 string) {
+	xr := []string{"Z0", "Z1", "Z2", "Z3", "Z20", "Z21"}
+	for i, x := range xr {
+		g.f("\tVMOVDQU64 %d(BX), %s", 64*i, x)
+	}
+	for r := 0; r < R; r++ {
+		w, n, d := wreg(r), nreg(r), dreg(r)
+		g.loadMask(wAddr(r, 0), w, k0)
+		g.f("\tVPANDD Z31, %s, %s", w, n)
+		g.f("\tVPSRLW $4, %s, %s", w, w)
+		g.f("\tVPANDD Z31, %s, %s", w, w)
+		g.f("\tVPXORD %s, %s, %s", d, d, d)
+		g.f("\tVPDPBUSD Z0, %s, %s", n, d)
+		g.f("\tVPDPBUSD Z1, %s, %s", w, d)
+		g.f("\tVPSLLD $8, %s, %s", d, d)
+		g.f("\tVPDPBUSD %s, Z2, %s", n, d)
+		g.f("\tVPDPBUSD %s, Z3, %s", w, d)
+		g.f("\tVPSLLD $8, %s, %s", d, d)
+		g.f("\tVPDPBUSD %s, Z20, %s", n, d)
+		g.f("\tVPDPBUSD %s, Z21, %s", w, d)
+		g.f("\tVCVTDQ2PS %s, %s", d, d)
+		g.scaleAdd(v, d, cAddr(r, 0), r)
+	}
+}
+
+// body8 is body for 8 bits, x in two int16 limbs (xlayout.go): each dot
+// with a vector of the hi limb (Z0-Z3) has its twin with the lo limb, read
+// from memory 256 bytes further on, into the lo dots (Z20-Z23). The first
+// 64 bytes hold elements 0-63 of the block, the second 64-127; below group
+// 128 each half is scaled as soon as its dots are done, so the second half
+// reuses the registers.
+func (g *gen) body8(v variant, R int, k0, k1 string) {
 	for i := 0; i < 4; i++ {
 		g.f("\tVMOVDQU64 %d(BX), Z%d", 64*i, i)
 	}
@@ -142,45 +195,35 @@ func (g *gen) body(v variant, R int, tail bool) {
 		g.f("\t%s Z%d, %s, %s", op, i, n, d)
 		g.f("\t%s %d(BX), %s, %s", op, 256+64*i, n, dl)
 	}
+	// scale combines the dots as d + 2^-15·dl (Z29) and adds them in.
+	scale := func(d, dl, c string, r int) {
+		g.f("\tVCVTDQ2PS %s, %s", d, d)
+		g.f("\tVCVTDQ2PS %s, %s", dl, dl)
+		g.f("\tVFMADD231PS Z29, %s, %s", dl, d)
+		g.scaleAdd(v, d, c, r)
+	}
 	for r := 0; r < R; r++ {
 		w, n, d, dl := wreg(r), nreg(r), dreg(r), dlreg(r)
-		if v.bits == 4 {
-			g.load(wAddr(r, 0), w, k0)
-			g.f("\tVPANDD Z31, %s, %s", w, n)
-			dot(true, 0, n, d, dl)
-			g.f("\tVPSRLW $4, %s, %s", w, n)
-			g.f("\tVPANDD Z31, %s, %s", n, n)
-			dot(false, 1, n, d, dl)
-			g.f("\tVPSRLW $8, %s, %s", w, n)
-			g.f("\tVPANDD Z31, %s, %s", n, n)
-			dot(false, 2, n, d, dl)
-			g.f("\tVPSRLW $12, %s, %s", w, n)
-			dot(false, 3, n, d, dl)
-			continue
-		}
-		// 8 bits: the first 64 bytes hold elements 0-63 of the block, the
-		// second 64-127; below group 128 each half is scaled as soon as
-		// its dots are done, so the second half reuses the registers.
-		g.load(wAddr(r, 0), w, k0)
+		g.loadMask(wAddr(r, 0), w, k0)
 		g.f("\tVPANDD Z31, %s, %s", w, n)
 		dot(true, 0, n, d, dl)
 		g.f("\tVPSRLW $8, %s, %s", w, n)
 		dot(false, 1, n, d, dl)
 		if v.gs != 128 {
-			g.scale(v, d, dl, cAddr(r, 0), r)
+			scale(d, dl, cAddr(r, 0), r)
 		}
-		g.load(wAddr(r, 64), w, k1)
+		g.loadMask(wAddr(r, 64), w, k1)
 		g.f("\tVPANDD Z31, %s, %s", w, n)
 		dot(v.gs != 128, 2, n, d, dl)
 		g.f("\tVPSRLW $8, %s, %s", w, n)
 		dot(false, 3, n, d, dl)
 		if v.gs != 128 {
-			g.scale(v, d, dl, cAddr(r, 4*(64/v.gs)), r)
+			scale(d, dl, cAddr(r, 4*(64/v.gs)), r)
 		}
 	}
-	for r := 0; r < R; r++ {
-		if v.bits == 4 || v.gs == 128 {
-			g.scale(v, dreg(r), dlreg(r), cAddr(r, 0), r)
+	if v.gs == 128 {
+		for r := 0; r < R; r++ {
+			scale(dreg(r), dlreg(r), cAddr(r, 0), r)
 		}
 	}
 }
@@ -290,26 +333,15 @@ func (g *gen) pass(v variant, R int) {
 	g.f("\tJZ %s_tail", tag)
 	g.f("%s_blk:", tag)
 	g.body(v, R, false)
-	// Prefetch into L1, or only into L2 when pfl2 is set: with a long x
-	// (its limbs, the pass in use and the lines prefetched ahead more than
-	// L1 holds), lines prefetched into L1 pushed x and each other out
-	// before use (qzSetup).
+	// Prefetch into L2 (qzSetup says why not L1).
 	lines := R * v.blockBytes() / 64
-	g.f("\tCMPQ %d(DI), $0", offPfL2)
-	g.f("\tJNE %s_pf2", tag)
-	for i := 0; i < lines; i++ {
-		g.f("\tPREFETCHT0 %d(R12)", 64*i)
-	}
-	g.f("\tJMP %s_pfd", tag)
-	g.f("%s_pf2:", tag)
 	for i := 0; i < lines; i++ {
 		g.f("\tPREFETCHT1 %d(R12)", 64*i)
 	}
-	g.f("%s_pfd:", tag)
 	g.f("\tADDQ $%d, R12", 64*lines)
 	g.f("\tADDQ $%d, AX", v.blockBytes())
 	g.f("\tADDQ $%d, DX", v.blockBytes())
-	g.f("\tADDQ $512, BX")
+	g.f("\tADDQ $%d, BX", v.xBlockBytes())
 	g.f("\tADDQ $%d, R9", 4*v.gpb())
 	g.f("\tADDQ $%d, R11", 4*v.gpb())
 	g.f("\tDECQ SI")
@@ -368,6 +400,7 @@ func (g *gen) kernel(v variant) {
 		g.f("\tVPBROADCASTW nib4<>(SB), Z31")
 	} else {
 		g.f("\tVPBROADCASTW byte8<>(SB), Z31")
+		g.f("\tVBROADCASTSS lo15<>(SB), Z29")
 	}
 	switch {
 	case v.bits == 4 && v.gs == 32:
@@ -375,7 +408,6 @@ func (g *gen) kernel(v variant) {
 	case v.bits == 4 && v.gs == 64, v.bits == 8 && v.gs == 32:
 		g.f("\tVMOVDQU64 idx8<>(SB), Z30")
 	}
-	g.f("\tVBROADCASTSS lo15<>(SB), Z29")
 	g.f("\tKMOVW %d(DI), K2", offGmask)
 	g.f("\tKMOVD %d(DI), K3", offWmask0)
 	g.f("\tKMOVD %d(DI), K4", offWmask1)
@@ -401,24 +433,12 @@ func (g *gen) kernel(v variant) {
 	g.f("")
 }
 
-// xzTableIndex is the VPERMI2W table index (0-63 over the two packed
-// vectors of a pair) of element e (0-63) of a 64-element half block after
-// VPACKSSDW packed four vectors of 16 int32 as pack(I0, I1), pack(I2, I3):
-// per 128-bit lane l, words 8l..8l+3 come from the first operand's dwords
-// 4l..4l+3 and words 8l+4..8l+7 from the second's.
-func xzTableIndex(e int) int {
-	src, e1 := e/32, e%32
-	second := e1 / 16
-	e2 := e1 % 16
-	return src*32 + 8*(e2/4) + 4*second + e2%4
-}
-
-// quantizer emits xzq{bits}g{gs}(x *float32, xq *int16, sxs *float32,
+// quantizer emits xzq{bits}g{gs}(x *float32, xq *byte, sxs *float32,
 // blocks int): xzQuantize for whole 128-element blocks.
 func (g *gen) quantizer(bits, gs int) {
 	name := fmt.Sprintf("xzq%dg%d", bits, gs)
 	nz := gs / 16
-	g.f("// func %s(x *float32, xq *int16, sxs *float32, blocks int)", name)
+	g.f("// func %s(x *float32, xq *byte, sxs *float32, blocks int)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	g.f("\tMOVQ x+0(FP), SI")
 	g.f("\tMOVQ xq+8(FP), DI")
@@ -426,16 +446,18 @@ func (g *gen) quantizer(bits, gs int) {
 	g.f("\tMOVQ blocks+24(FP), CX")
 	g.f("\tXORQ R9, R9")
 	g.f("\tVPBROADCASTD absmask<>(SB), Z31")
-	g.f("\tVMOVSS c32767<>(SB), X30")
+	if bits == 4 {
+		g.f("\tVMOVSS full23<>(SB), X30")
+		g.f("\tVMOVDQU64 xzeven<>(SB), Z20")
+		g.f("\tVMOVDQU64 xzodd<>(SB), Z21")
+	} else {
+		g.f("\tVMOVSS c32767<>(SB), X30")
+		g.f("\tVBROADCASTSS c32768<>(SB), Z28")
+		for k := 0; k < 2; k++ {
+			g.f("\tVMOVDQU64 xzidx8<>+%d(SB), Z%d", 64*k, 20+k)
+		}
+	}
 	g.f("\tVMOVSS fltmax<>(SB), X29")
-	g.f("\tVBROADCASTSS c32768<>(SB), Z28")
-	nidx := 4
-	if bits == 8 {
-		nidx = 2
-	}
-	for k := 0; k < nidx; k++ {
-		g.f("\tVMOVDQU64 xzidx%d<>+%d(SB), Z%d", bits, 64*k, 20+k)
-	}
 	g.f("\tTESTQ CX, CX")
 	g.f("\tJZ done")
 	g.f("blk:")
@@ -461,8 +483,9 @@ func (g *gen) quantizer(bits, gs int) {
 			g.f("\tVPERMILPS $0xb1, X%s, X%s", r.reg, r.tmp)
 			g.f("\t%s X%s, X%s, X%s", r.op, r.tmp, r.reg, r.reg)
 		}
-		// sx = max/32767; inv = 32767/max, which is +Inf for an all-zero
-		// group: clamped to MaxFloat32 so its zeros stay zero.
+		// sx = max/F; inv = F/max (F = X30, the largest integer x maps
+		// to), which is +Inf for an all-zero group: clamped to MaxFloat32
+		// so its zeros stay zero.
 		g.f("\tVDIVSS X30, X8, X12")
 		g.f("\tVDIVSS X8, X30, X13")
 		g.f("\tVMINSS X29, X13, X13")
@@ -476,10 +499,15 @@ func (g *gen) quantizer(bits, gs int) {
 		g.f("\tVMOVSS X12, (R8)(R10*1)")
 		g.f("\tVMOVSS X9, 64(R8)(R10*1)")
 		g.f("\tINCQ R9")
-		// hi = round(t) with t = x·inv, lo = round((t - hi)·32768); t - hi
-		// is exact, so x = sx·(hi + lo/32768) within sx/65536.
 		for i := z0; i < z0+nz; i++ {
 			g.f("\tVMULPS Z13, Z%d, Z%d", i, i)
+			if bits == 4 {
+				// D = round(x·inv), to nearest even.
+				g.f("\tVCVTPS2DQ Z%d, Z%d", i, i)
+				continue
+			}
+			// hi = round(t) with t = x·inv, lo = round((t - hi)·32768);
+			// t - hi is exact, so x = sx·(hi + lo/32768) within sx/65536.
 			g.f("\tVCVTPS2DQ Z%d, Z26", i)
 			g.f("\tVCVTDQ2PS Z26, Z27")
 			g.f("\tVSUBPS Z27, Z%d, Z27", i)
@@ -488,12 +516,17 @@ func (g *gen) quantizer(bits, gs int) {
 			g.f("\tVCVTPS2DQ Z27, %s", xzLoReg(i))
 		}
 	}
-	hi := []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}
-	lo := []string{xzLoReg(0), xzLoReg(1), xzLoReg(2), xzLoReg(3), xzLoReg(4), xzLoReg(5), xzLoReg(6), xzLoReg(7)}
-	g.xzPack(bits, hi, 0)
-	g.xzPack(bits, lo, 256)
+	if bits == 4 {
+		g.xzStoreBytes()
+		g.f("\tADDQ $384, DI")
+	} else {
+		hi := []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}
+		lo := []string{xzLoReg(0), xzLoReg(1), xzLoReg(2), xzLoReg(3), xzLoReg(4), xzLoReg(5), xzLoReg(6), xzLoReg(7)}
+		g.xzPack(hi, 0)
+		g.xzPack(lo, 256)
+		g.f("\tADDQ $512, DI")
+	}
 	g.f("\tADDQ $512, SI")
-	g.f("\tADDQ $512, DI")
 	g.f("\tDECQ CX")
 	g.f("\tJNZ blk")
 	g.f("done:")
@@ -502,28 +535,54 @@ func (g *gen) quantizer(bits, gs int) {
 	g.f("")
 }
 
-// xzLoReg holds the lo limb of vector i (0-7) of a block in the
+// xzStoreBytes stores the integers D of one block (Z0-Z7, 16 elements
+// each) as the three byte limbs of the 4-bit layout at (DI): the even
+// elements of each pair of vectors (32 elements) go to offset 16p of a
+// limb, the odd ones to 64+16p; h = D >> 16 (arithmetic), m the byte
+// above the lowest, l the lowest (VPMOVDB keeps a dword's low byte).
+func (g *gen) xzStoreBytes() {
+	for p := 0; p < 4; p++ {
+		for k, idx := range []string{"Z20", "Z21"} {
+			d := z(8 + 2*p + k)
+			g.f("\tVMOVDQA64 %s, %s", idx, d)
+			g.f("\tVPERMI2D Z%d, Z%d, %s", 2*p+1, 2*p, d)
+		}
+	}
+	for p := 0; p < 4; p++ {
+		for k := 0; k < 2; k++ {
+			d, off := z(8+2*p+k), 64*k+16*p
+			g.f("\tVPMOVDB %s, %d(DI)", d, off+256)
+			g.f("\tVPSRAD $8, %s, Z16", d)
+			g.f("\tVPMOVDB Z16, %d(DI)", off+128)
+			g.f("\tVPSRAD $16, %s, Z16", d)
+			g.f("\tVPMOVDB Z16, %d(DI)", off)
+		}
+	}
+}
+
+// xzLoReg holds the lo limb of vector i (0-7) of a block in the 8-bit
 // quantizer.
 func xzLoReg(i int) string {
 	return []string{"Z14", "Z15", "Z16", "Z17", "Z18", "Z19", "Z24", "Z25"}[i]
 }
 
-// xzPack packs the eight int32 vectors v of one limb of a block to words
-// and stores them, permuted to the block layout, at off(DI).
-func (g *gen) xzPack(bits int, v []string, off int) {
+// xzTableIndex is the VPERMI2W table index (0-63 over the two packed
+// vectors of a pair) of element e (0-63) of a 64-element half block after
+// VPACKSSDW packed four vectors of 16 int32 as pack(I0, I1), pack(I2, I3):
+// per 128-bit lane l, words 8l..8l+3 come from the first operand's dwords
+// 4l..4l+3 and words 8l+4..8l+7 from the second's.
+func xzTableIndex(e int) int {
+	src, e1 := e/32, e%32
+	second := e1 / 16
+	e2 := e1 % 16
+	return src*32 + 8*(e2/4) + 4*second + e2%4
+}
+
+// xzPack packs the eight int32 vectors v of one limb of an 8-bit block to
+// words and stores them, permuted to the block layout, at off(DI).
+func (g *gen) xzPack(v []string, off int) {
 	for i := 0; i < 8; i += 2 {
 		g.f("\tVPACKSSDW %s, %s, %s", v[i+1], v[i], v[i])
-	}
-	if bits == 4 {
-		for k := 0; k < 4; k++ {
-			g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
-			g.f("\tVPERMI2W %s, %s, Z8", v[2], v[0])
-			g.f("\tVMOVDQA64 Z%d, Z9", 20+k)
-			g.f("\tVPERMI2W %s, %s, Z9", v[6], v[4])
-			g.f("\tVINSERTI64X4 $1, Y9, Z8, Z8")
-			g.f("\tVMOVDQU64 Z8, %d(DI)", off+64*k)
-		}
-		return
 	}
 	for k := 0; k < 2; k++ {
 		g.f("\tVMOVDQA64 Z%d, Z8", 20+k)
@@ -770,12 +829,11 @@ func main() {
 	g.f("// stride), BX x blocks then bias rows, SI block counter or scale row,")
 	g.f("// R8 dst, R9/R11 c rows 0 and 3 (R10 the c row stride), R12 prefetch")
 	g.f("// cursor or c row, R13 scale row of the pass, CX rows left; Z0-Z3 one")
-	g.f("// block of x (hi limb; the lo limb is read from memory), Z4-Z7 row")
-	g.f("// accumulators, Z16-Z23 integer dots (hi, lo), Z29 2^-15, Z30")
-	g.f("// lane-to-group index, Z31")
-	g.f("// code mask.")
+	g.f("// block of x (h and m limbs; the l limb is read from memory), Z4-Z7")
+	g.f("// row accumulators, Z8-Z15 codes, Z16-Z19 integer dots, Z30")
+	g.f("// lane-to-group index, Z31 nibble mask.")
 	g.f("")
-	g.f("DATA nib4<>+0(SB)/2, $0x000f")
+	g.f("DATA nib4<>+0(SB)/2, $0x0f0f")
 	g.f("GLOBL nib4<>(SB), RODATA|NOPTR, $2")
 	g.f("DATA byte8<>+0(SB)/2, $0x00ff")
 	g.f("GLOBL byte8<>(SB), RODATA|NOPTR, $2")
@@ -791,23 +849,25 @@ func main() {
 	g.f("GLOBL absmask<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA nibd<>+0(SB)/4, $0x0f")
 	g.f("GLOBL nibd<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA full23<>+0(SB)/4, $0x4afffff8") // 2^23 - 4
+	g.f("GLOBL full23<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA c32767<>+0(SB)/4, $0x46fffe00") // 32767.0
 	g.f("GLOBL c32767<>(SB), RODATA|NOPTR, $4")
-	g.f("DATA fltmax<>+0(SB)/4, $0x7f7fffff")
-	g.f("GLOBL fltmax<>(SB), RODATA|NOPTR, $4")
-	g.f("DATA lo15<>+0(SB)/4, $0x38000000") // 2^-15
-	g.f("GLOBL lo15<>(SB), RODATA|NOPTR, $4")
 	g.f("DATA c32768<>+0(SB)/4, $0x47000000") // 32768.0
 	g.f("GLOBL c32768<>(SB), RODATA|NOPTR, $4")
-	// VPERMI2W indices of the x layout: for 4 bits, vector k takes
-	// elements 4j+k (j < 16 from each pair of packed vectors); for 8 bits,
-	// elements 2j+k (j < 32).
-	for k := 0; k < 4; k++ {
-		for j := 0; j < 32; j++ {
-			g.f("DATA xzidx4<>+%d(SB)/2, $%d", 64*k+2*j, xzTableIndex(4*(j%16)+k))
-		}
+	g.f("DATA lo15<>+0(SB)/4, $0x38000000") // 2^-15
+	g.f("GLOBL lo15<>(SB), RODATA|NOPTR, $4")
+	g.f("DATA fltmax<>+0(SB)/4, $0x7f7fffff")
+	g.f("GLOBL fltmax<>(SB), RODATA|NOPTR, $4")
+	// VPERMI2D indices taking the even and the odd dwords of two vectors.
+	for j := 0; j < 16; j++ {
+		g.f("DATA xzeven<>+%d(SB)/4, $%d", 4*j, 2*j)
+		g.f("DATA xzodd<>+%d(SB)/4, $%d", 4*j, 2*j+1)
 	}
-	g.f("GLOBL xzidx4<>(SB), RODATA|NOPTR, $256")
+	g.f("GLOBL xzeven<>(SB), RODATA|NOPTR, $64")
+	g.f("GLOBL xzodd<>(SB), RODATA|NOPTR, $64")
+	// VPERMI2W indices of the 8-bit x layout: vector k takes elements
+	// 2j+k (j < 32).
 	for k := 0; k < 2; k++ {
 		for j := 0; j < 32; j++ {
 			g.f("DATA xzidx8<>+%d(SB)/2, $%d", 64*k+2*j, xzTableIndex(2*j+k))

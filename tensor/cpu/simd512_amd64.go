@@ -14,7 +14,7 @@ import (
 
 // haveAVX512 reports whether the AVX-512 decode kernels can run here: they
 // need AVX-512 F and BW (word shifts and masked word loads), VNNI
-// (VPDPWSSD) and the AVX2/FMA/F16C set the rest of the backend uses.
+// (VPDPBUSD, VPDPWSSD) and the AVX2/FMA/F16C set the rest of the backend uses.
 func haveAVX512() bool {
 	return haveSIMD() && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 		cpu.X86.HasAVX512VNNI
@@ -27,7 +27,7 @@ type qzArgs struct {
 	w       unsafe.Pointer // packed weights of the first row
 	s       unsafe.Pointer // scales of the first row (BF16, F16 or F32)
 	bsoff   uintptr        // biases minus scales, in bytes (same dtype)
-	xq      unsafe.Pointer // x as two int16 limbs in the block layout (xlayout.go)
+	xq      unsafe.Pointer // x in the block layout for the width (xlayout.go)
 	sxs     unsafe.Pointer // per 16 groups: 16 x scales then 16 group sums
 	sxsEnd  uintptr        // sxs plus 128 bytes per full 16-group chunk
 	c       unsafe.Pointer // scratch: 4 rows of cstride bytes (+64 slack)
@@ -45,7 +45,6 @@ type qzArgs struct {
 	pf4     int    // prefetch distance of the 4-row passes, bytes
 	pf1     int    // and of the single-row passes
 	wfull   int    // blocks · bytes per block
-	pfl2    int    // 1: prefetch weights into L2 only (qzSetup)
 }
 
 // The kernels: bits 4 or 8, group size 32, 64 or 128 (kernels512_amd64.s).
@@ -72,29 +71,29 @@ func qz8g128(a *qzArgs)
 // halfway cases to even (the error bound is the same).
 
 //go:noescape
-func xzq4g32(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq4g32(x *float32, xq *byte, sxs *float32, blocks int)
 
 //go:noescape
-func xzq4g64(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq4g64(x *float32, xq *byte, sxs *float32, blocks int)
 
 //go:noescape
-func xzq4g128(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq4g128(x *float32, xq *byte, sxs *float32, blocks int)
 
 //go:noescape
-func xzq8g32(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq8g32(x *float32, xq *byte, sxs *float32, blocks int)
 
 //go:noescape
-func xzq8g64(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq8g64(x *float32, xq *byte, sxs *float32, blocks int)
 
 //go:noescape
-func xzq8g128(x *float32, xq *int16, sxs *float32, blocks int)
+func xzq8g128(x *float32, xq *byte, sxs *float32, blocks int)
 
 // xzQuantize512 is xzQuantize with the whole blocks done by the AVX-512
 // quantizer and the groups after them in Go.
-func xzQuantize512(xq []int16, sxs []float32, x []float32, gs, bits int) {
+func xzQuantize512(xq []byte, sxs []float32, x []float32, gs, bits int) {
 	blocks := len(x) / 128
 	if blocks > 0 {
-		_ = xq[blocks*256-1]
+		_ = xq[blocks*xzBlockBytes(bits)-1]
 		_ = sxs[((blocks*128/gs)-1)/16*32+31]
 		q := xzq4g32
 		switch {
@@ -160,8 +159,9 @@ func canAVX512(w *tensor.Matrix) bool {
 // function that hands the scratch back once the kernels are done.
 func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
 	in, gs := w.In, w.GroupSize
-	xqBuf := b.getBuf(xzLen(in) / 2)
-	xq := unsafe.Slice((*int16)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), xzLen(in))
+	n := xzLen(in, w.Bits)
+	xqBuf := b.getBuf(n / 4)
+	xq := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(*xqBuf))), n)
 	sxsBuf := b.getBuf(sxsLen(in / gs))
 	sxs := *sxsBuf
 	xzQuantize512(xq, sxs, x, gs, w.Bits)
@@ -172,7 +172,7 @@ func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
 }
 
 // matvec512 computes dst[o] = x·w[o] for one row x with the AVX-512
-// kernels: x is split into two int16 limbs per group (xzQuantize), each worker
+// kernels: x is quantized per group into limbs (xzQuantize), each worker
 // takes a range of output rows and the kernel runs four rows per pass so a
 // block of x is loaded once for four weight rows.
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
@@ -236,7 +236,7 @@ func qzScratchLen(a qzArgs) int { return (4*a.cstride + 64) / 4 }
 
 // qzSetup fills the arguments of the decode kernels for w and x already
 // in the block layout (xq, sxs) that every worker shares.
-func qzSetup(w *tensor.Matrix, xq []int16, sxs []float32) qzArgs {
+func qzSetup(w *tensor.Matrix, xq []byte, sxs []float32) qzArgs {
 	in, gs, bits := w.In, w.GroupSize, w.Bits
 	groups := in / gs
 	chunks := (groups + 15) / 16
@@ -260,15 +260,13 @@ func qzSetup(w *tensor.Matrix, xq []int16, sxs []float32) qzArgs {
 		a.gmask = 1<<r - 1
 	}
 	a.sfmt = scaleFormat(w)
-	a.pf4 = 8 * a.wstride // two 4-row passes ahead
-	// x's limbs (4 bytes an element) are read again by every pass. When they
-	// and the weights prefetched ahead fill L1 (32 KiB on Zen 4), prefetch
-	// into L2 only: into L1 the lines evicted x and each other before use,
-	// and an 8192-wide matrix (E2B's down_proj) streamed at 11 GB/s on one
-	// core where a 2048-wide one reached 19-21 (BenchmarkQuantMatVec).
-	if 4*in+a.pf4 >= 32<<10 {
-		a.pfl2 = 1
-	}
+	// Weights are prefetched two 4-row passes ahead into L2 only: into L1
+	// the lines evicted x's limbs and each other before use. With the
+	// 4-bit byte-limb kernels, L1 prefetches for 2048-wide x (as there
+	// were before, when x and the lines ahead fit in L1) made E2B's
+	// 2048-wide products 30-40% slower on one thread; with the int16
+	// kernels and on two threads they cost 3-10% (BenchmarkQuantMatVec).
+	a.pf4 = 8 * a.wstride
 	a.pf1 = 2 * a.wstride
 	a.xq = unsafe.Pointer(unsafe.SliceData(xq))
 	a.sxs = unsafe.Pointer(unsafe.SliceData(sxs))

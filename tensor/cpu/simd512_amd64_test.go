@@ -41,7 +41,6 @@ func TestQzArgsLayout(t *testing.T) {
 		{"pf4", unsafe.Offsetof(a.pf4), 144},
 		{"pf1", unsafe.Offsetof(a.pf1), 152},
 		{"wfull", unsafe.Offsetof(a.wfull), 160},
-		{"pfl2", unsafe.Offsetof(a.pfl2), 168},
 	} {
 		if f.got != f.want {
 			t.Errorf("qzArgs.%s at offset %d, the assembly reads it at %d", f.name, f.got, f.want)
@@ -64,10 +63,10 @@ func TestXZQuantize512(t *testing.T) {
 			for i := 0; i < c.gs; i++ {
 				x[i] = 0 // an all-zero group
 			}
-			wantQ, gotQ := make([]int16, xzLen(c.in)), make([]int16, xzLen(c.in))
+			wantQ, gotQ := make([]byte, xzLen(c.in, bits)), make([]byte, xzLen(c.in, bits))
 			wantS, gotS := make([]float32, sxsLen(c.in/c.gs)), make([]float32, sxsLen(c.in/c.gs))
 			for i := range gotQ {
-				gotQ[i] = 999
+				gotQ[i] = 99
 			}
 			xzQuantize(wantQ, wantS, x, c.gs, bits)
 			xzQuantize512(gotQ, gotS, x, c.gs, bits)
