@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"unsafe"
 
 	"mlxchat/tensor"
 )
@@ -124,6 +125,9 @@ func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask te
 	})
 }
 
+// attnPrefetch is how many keys ahead the blocked form prefetches key rows.
+const attnPrefetch = 8
+
 // attnBlock is how many keys Attention scores before updating its running
 // softmax state.
 const attnBlock = 64
@@ -166,6 +170,7 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 	rowsPer := max(1, attnQueries/group)
 	jobs := b.blockedJobs(shape)
 	negInf := float32(math.Inf(-1))
+	rowLines := (4*d + 63) / 64
 	// More ranges than threads: later rows of a causal chunk see more keys,
 	// and free threads claim the remaining ranges.
 	b.pool.splitParts(jobs, 1, 4*(b.pool.helpers+1), func(lo, hi int) {
@@ -196,6 +201,14 @@ func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask
 					j := j0 + jj
 					kp := keyPos[j]
 					krow := ks[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
+					// A job reads one KV head's rows, every hkv-th of
+					// the cache, too short a run each for the hardware
+					// prefetchers: fetch the key row attnPrefetch ahead,
+					// and this key's value row for the block's pv pass.
+					if pf := j + attnPrefetch; pf < nk {
+						prefetchLines((*byte)(unsafe.Pointer(&ks[(pf*hkv+kh)*d])), rowLines)
+					}
+					prefetchLines((*byte)(unsafe.Pointer(&vs[(j*hkv+kh)*d])), rowLines)
 					for r := 0; r < rows; r++ {
 						qpos := mask.QueryStart + r0 + r
 						masked := kp > qpos || (mask.Window > 0 && qpos-kp >= mask.Window)

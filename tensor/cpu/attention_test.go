@@ -77,15 +77,21 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 
 // BenchmarkAttentionPrefill times a 512-row chunk of Gemma 3n E2B shape
 // (8 query heads, 2 KV heads, head size 256) after 1536 cached keys.
-func BenchmarkAttentionPrefill(b *testing.B) { benchAttentionForms(b, 512, 1536) }
+func BenchmarkAttentionPrefill(b *testing.B) { benchAttentionForms(b, 512, 1536, 1) }
 
 // BenchmarkAttentionDecode times one decode row of the same shape after
 // 2048 cached keys.
-func BenchmarkAttentionDecode(b *testing.B) { benchAttentionForms(b, 1, 2048) }
+func BenchmarkAttentionDecode(b *testing.B) { benchAttentionForms(b, 1, 2048, 1) }
+
+// BenchmarkAttentionDecodeCold is one decode step after 8192 keys, its
+// keys and values read from memory as in a forward pass: it cycles through
+// four layers' caches, 128 MiB in all.
+func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttentionForms(b, 1, 8192, 4) }
 
 // benchAttentionForms times both forms of Attention on 2 threads for nq
-// query rows after past cached keys.
-func benchAttentionForms(b *testing.B, nq, past int) {
+// query rows after past cached keys, cycling through sets of keys and
+// values.
+func benchAttentionForms(b *testing.B, nq, past, sets int) {
 	for _, form := range []string{"rows", "blocked"} {
 		b.Run(form, func(b *testing.B) {
 			const hq, hkv, d = 8, 2, 256
@@ -98,9 +104,12 @@ func benchAttentionForms(b *testing.B, nq, past int) {
 			}
 			nk := m.KeyLen()
 			q, _ := tensor.FromF32(randF32(rng, nq*hq*d, 1), nq, hq, d)
-			k, _ := tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
-			v, _ := tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
-			shape, err := tensor.CheckAttention(q, q, k, v, m)
+			ks, vs := make([]*tensor.Tensor, sets), make([]*tensor.Tensor, sets)
+			for i := range ks {
+				ks[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
+				vs[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
+			}
+			shape, err := tensor.CheckAttention(q, q, ks[0], vs[0], m)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -108,14 +117,16 @@ func benchAttentionForms(b *testing.B, nq, past int) {
 			var blind atomic.Int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				k, v := ks[i%sets].F32(), vs[i%sets].F32()
 				if form == "rows" {
-					bk.attentionRows(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
+					bk.attentionRows(out, q.F32(), k, v, m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
 				} else {
-					bk.attentionBlocked(out, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
+					bk.attentionBlocked(out, q.F32(), k, v, m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
 				}
 			}
 			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(float64(2*nk*hkv*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "KV-GB/s")
 		})
 	}
 }

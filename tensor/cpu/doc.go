@@ -138,6 +138,13 @@
 //	  runs (2-thread read bandwidth ~35 GB/s that day): 20.1 -> 23.3
 //	  tok/s; with -cpu 1 (one thread runs the products) 12.5 -> 15.3.
 //	go test -bench 'ReadBandwidth': 30.8 GB/s on 1 core, 61.6 on 2.
+//	go test -bench 'AttentionDecodeCold' (2 threads, one query row after
+//	  8192 keys, 4 layers' caches cycled so they come from memory;
+//	  interleaved runs, ~35 GB/s to read that day): blocked form 7.7-11.5
+//	  -> 12.2-14.0 GB/s of keys and values once each job prefetches its
+//	  key rows 8 ahead and each key's value row for the block's pv pass
+//	  (a job reads one KV head's rows, every hkv-th of the cache, too short
+//	  a run each for the hardware prefetchers).
 //	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
 //	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
 //	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x
