@@ -619,20 +619,6 @@ func (e *emu) exec(in *emuInst) {
 			out[i] = x[4*i]
 		}
 		e.vwrite(last(), out, in)
-	case "VPERMI2D":
-		w := vwidth(last())
-		t2, t1, idx := e.vread(a[0], w, in), e.vread(a[1], w, in), e.vread(last(), w, in)
-		n := w / 4
-		out := make([]byte, w)
-		for i := 0; i < n; i++ {
-			j := int(uint32(i32at(idx, i))) & (2*n - 1)
-			if j < n {
-				seti32(out, i, i32at(t1, j))
-			} else {
-				seti32(out, i, i32at(t2, j-n))
-			}
-		}
-		e.vwrite(last(), out, in)
 	case "VPSRLW", "VPSLLD", "VPSRLD":
 		w := vwidth(last())
 		n := uint(a[0].imm)
@@ -809,18 +795,26 @@ func (e *emu) exec(in *emuInst) {
 			}
 		}
 		e.vwrite(last(), out, in)
-	case "VPERMI2W":
+	case "VPERMI2W", "VPERMI2D": // two-table permute of words or dwords
+		size := 2
+		if in.op == "VPERMI2D" {
+			size = 4
+		}
 		w := vwidth(last())
 		t2, t1, idx := e.vread(a[0], w, in), e.vread(a[1], w, in), e.vread(last(), w, in)
-		n := w / 2
+		n := w / size
 		out := make([]byte, w)
 		for i := 0; i < n; i++ {
-			j := int(uint16(i16at(idx, i))) & (2*n - 1)
-			if j < n {
-				seti16(out, i, i16at(t1, j))
-			} else {
-				seti16(out, i, i16at(t2, j-n))
+			var j int
+			for b := size - 1; b >= 0; b-- {
+				j = j<<8 | int(idx[size*i+b])
 			}
+			j &= 2*n - 1
+			src := t1
+			if j >= n {
+				src, j = t2, j-n
+			}
+			copy(out[size*i:size*(i+1)], src[size*j:size*(j+1)])
 		}
 		e.vwrite(last(), out, in)
 	default:
