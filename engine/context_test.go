@@ -12,6 +12,7 @@ import (
 
 	"mlxchat/engine/enginetest"
 	"mlxchat/kvcache"
+	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
 )
 
@@ -521,7 +522,7 @@ func TestKVBitsLogitError(t *testing.T) {
 				worstRMS = max(worstRMS, rms)
 				meanRMS += rms / float64(calls)
 				worst = max(worst, rel)
-				if argmax32(a) == argmax32(b) {
+				if tensor.ArgmaxF32(a) == tensor.ArgmaxF32(b) {
 					agree++
 				}
 			}
@@ -538,16 +539,6 @@ func TestKVBitsLogitError(t *testing.T) {
 			}
 		})
 	}
-}
-
-func argmax32(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // TestSummarizePiecesMatchAFreshCache: every map piece, answered after

@@ -369,16 +369,9 @@ func MaxDiff(a, b []float32) float64 {
 	return m
 }
 
-// Argmax is the index of the largest value.
-func Argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
+// Argmax is the index of the largest value, as greedy decoding chooses it
+// (tensor.ArgmaxF32).
+func Argmax(x []float32) int32 { return int32(tensor.ArgmaxF32(x)) }
 
 // TopGap is the largest value minus the second largest.
 func TopGap(x []float32) float64 {
