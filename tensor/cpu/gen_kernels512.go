@@ -518,14 +518,13 @@ func (g *gen) quantizer(bits, gs int) {
 	}
 	if bits == 4 {
 		g.xzStoreBytes()
-		g.f("\tADDQ $384, DI")
 	} else {
 		hi := []string{"Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7"}
 		lo := []string{xzLoReg(0), xzLoReg(1), xzLoReg(2), xzLoReg(3), xzLoReg(4), xzLoReg(5), xzLoReg(6), xzLoReg(7)}
 		g.xzPack(hi, 0)
 		g.xzPack(lo, 256)
-		g.f("\tADDQ $512, DI")
 	}
+	g.f("\tADDQ $%d, DI", variant{bits, gs}.xBlockBytes())
 	g.f("\tADDQ $512, SI")
 	g.f("\tDECQ CX")
 	g.f("\tJNZ blk")
