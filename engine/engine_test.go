@@ -134,21 +134,33 @@ func newTiny(t *testing.T, s Settings) (*Engine, *watchModel) {
 // newTinyFrom is newTiny on the model in dir.
 func newTinyFrom(t *testing.T, dir string, s Settings) (*Engine, *watchModel) {
 	t.Helper()
+	var wm *watchModel
+	e := startTiny(t, dir, s, func(m models.Model) models.Model {
+		wm = &watchModel{Model: m}
+		return wm
+	})
+	return e, wm
+}
+
+// startTiny loads the model in dir on a 2-thread CPU backend, replaces it
+// with wrap's wrapper and starts an engine with settings s; the test's
+// cleanup closes both.
+func startTiny(t *testing.T, dir string, s Settings, wrap func(models.Model) models.Model) *Engine {
+	t.Helper()
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
 	b, err := LoadBundle(dir, be, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wm := &watchModel{Model: b.Model}
-	b.Model = wm
+	b.Model = wrap(b.Model)
 	e, err := FromBundle(b, Options{Settings: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Start(context.Background())
 	t.Cleanup(e.Close)
-	return e, wm
+	return e
 }
 
 // result is what one request produced.

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 
 	"mlxchat/kvcache"
 	"mlxchat/models"
 	"mlxchat/tensor"
-	"mlxchat/tensor/cpu"
 )
 
 // greedyWatch wraps a model that takes greedy decoding's argmax itself
@@ -31,20 +29,11 @@ func (w *greedyWatch) ForwardArgmax(c *kvcache.Cache, ids []int32) (int32, error
 // newGreedyTiny is newTiny with the model wrapped in greedyWatch.
 func newGreedyTiny(t *testing.T, s Settings) (*Engine, *greedyWatch) {
 	t.Helper()
-	be := cpu.New(2)
-	t.Cleanup(be.Close)
-	b, err := LoadBundle(tinyModelDir(t), be, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &greedyWatch{Model: b.Model}
-	b.Model = w
-	e, err := FromBundle(b, Options{Settings: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start(context.Background())
-	t.Cleanup(e.Close)
+	var w *greedyWatch
+	e := startTiny(t, tinyModelDir(t), s, func(m models.Model) models.Model {
+		w = &greedyWatch{Model: m}
+		return w
+	})
 	return e, w
 }
 
