@@ -226,40 +226,35 @@ func TestTinyGemma3nReadback(t *testing.T) {
 // same bits (the same launches run on the same bytes).
 func TestTinyGemma3nEarlySubmit(t *testing.T) {
 	open(t)
-	for _, where := range []string{"", "host"} {
-		t.Run("activations="+where, func(t *testing.T) {
-			if where != "" {
-				t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", where)
+	eachActivations(t, func(t *testing.T) {
+		g, _, err := Open()
+		must(t, err)
+		defer g.Close()
+		_, mg := tinyModelPair(t, g, 17)
+		prompt := make([]int32, 22)
+		for i := range prompt {
+			prompt[i] = int32((i*37 + 9) % mg.Config().VocabSize)
+		}
+		var logits [2][][]float32
+		for i, on := range []bool{false, true} {
+			g.SetEarlySubmit(on)
+			st0 := g.Stats()
+			logits[i] = forward(t, mg, prompt, 10)
+			st := g.Stats()
+			early, flushes := st.EarlySubmits-st0.EarlySubmits, st.Flushes-st0.Flushes
+			if on && early < flushes || !on && early != 0 || flushes != int64(len(logits[i])) {
+				t.Errorf("early submits %v: %d early submits in %d steps (%d flushes): want none off, at least one per step on, and one flush per step", on, early, len(logits[i]), flushes)
 			}
-			g, _, err := Open()
-			must(t, err)
-			defer g.Close()
-			_, mg := tinyModelPair(t, g, 17)
-			prompt := make([]int32, 22)
-			for i := range prompt {
-				prompt[i] = int32((i*37 + 9) % mg.Config().VocabSize)
-			}
-			var logits [2][][]float32
-			for i, on := range []bool{false, true} {
-				g.SetEarlySubmit(on)
-				st0 := g.Stats()
-				logits[i] = forward(t, mg, prompt, 10)
-				st := g.Stats()
-				early, flushes := st.EarlySubmits-st0.EarlySubmits, st.Flushes-st0.Flushes
-				if on && early < flushes || !on && early != 0 || flushes != int64(len(logits[i])) {
-					t.Errorf("early submits %v: %d early submits in %d steps (%d flushes): want none off, at least one per step on, and one flush per step", on, early, len(logits[i]), flushes)
-				}
-				t.Logf("early submits %v: %d steps, %d early submits, %d plans recorded, %d run from kept ones", on, flushes, early, st.PlanRecords-st0.PlanRecords, st.PlanRuns-st0.PlanRuns)
-			}
-			for s := range logits[0] {
-				for j := range logits[0][s] {
-					if math.Float32bits(logits[0][s][j]) != math.Float32bits(logits[1][s][j]) {
-						t.Fatalf("step %d logit %d: %g submitted early, %g as one plan: want the same bits", s, j, logits[1][s][j], logits[0][s][j])
-					}
+			t.Logf("early submits %v: %d steps, %d early submits, %d plans recorded, %d run from kept ones", on, flushes, early, st.PlanRecords-st0.PlanRecords, st.PlanRuns-st0.PlanRuns)
+		}
+		for s := range logits[0] {
+			for j := range logits[0][s] {
+				if math.Float32bits(logits[0][s][j]) != math.Float32bits(logits[1][s][j]) {
+					t.Fatalf("step %d logit %d: %g submitted early, %g as one plan: want the same bits", s, j, logits[1][s][j], logits[0][s][j])
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestTinyGemma3nGreedy decodes a tiny Gemma 3n whose vocabulary (20000
@@ -309,47 +304,42 @@ func TestTinyGemma3nGreedy(t *testing.T) {
 		return ids, gaps
 	}
 	cpuIDs, cpuGaps := decode(mc, false)
-	for _, where := range []string{"", "host"} {
-		t.Run("activations="+where, func(t *testing.T) {
-			if where != "" {
-				t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", where)
+	eachActivations(t, func(t *testing.T) {
+		g, d, err := Open()
+		must(t, err)
+		defer g.Close()
+		mg := load(g)
+		st0 := g.Stats()
+		want, _ := decode(mg, false)
+		st1 := g.Stats()
+		got, _ := decode(mg, true)
+		st2 := g.Stats()
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("step %d: ForwardArgmax %d, argmax of Forward's logits %d (ids %v and %v)", i, got[i], want[i], got, want)
 			}
-			g, d, err := Open()
-			must(t, err)
-			defer g.Close()
-			mg := load(g)
-			st0 := g.Stats()
-			want, _ := decode(mg, false)
-			st1 := g.Stats()
-			got, _ := decode(mg, true)
-			st2 := g.Stats()
-			for i := range want {
-				if got[i] != want[i] {
-					t.Fatalf("step %d: ForwardArgmax %d, argmax of Forward's logits %d (ids %v and %v)", i, got[i], want[i], got, want)
+		}
+		for i := range want {
+			if want[i] != cpuIDs[i] {
+				if cpuGaps[i] > 1e-3 {
+					t.Errorf("step %d: GPU token %d, CPU %d with a top gap of %.3g", i, want[i], cpuIDs[i], cpuGaps[i])
 				}
+				t.Logf("GPU and CPU tokens part at step %d of %d (CPU top gap %.3g)", i, len(want), cpuGaps[i])
+				break
 			}
-			for i := range want {
-				if want[i] != cpuIDs[i] {
-					if cpuGaps[i] > 1e-3 {
-						t.Errorf("step %d: GPU token %d, CPU %d with a top gap of %.3g", i, want[i], cpuIDs[i], cpuGaps[i])
-					}
-					t.Logf("GPU and CPU tokens part at step %d of %d (CPU top gap %.3g)", i, len(want), cpuGaps[i])
-					break
-				}
+		}
+		back := [2]int64{st1.TwinReadback - st0.TwinReadback, st2.TwinReadback - st1.TwinReadback}
+		discarded := st2.DiscardedBytes - st1.DiscardedBytes
+		logits := int64(4 * dims.Vocab * (steps + 1))
+		if d.ActivationsRemote() {
+			if discarded != logits || back[0]-back[1] != logits {
+				t.Errorf("read back %d bytes through Forward, %d through ForwardArgmax, %d discarded: want %d fewer, all discarded", back[0], back[1], discarded, logits)
 			}
-			back := [2]int64{st1.TwinReadback - st0.TwinReadback, st2.TwinReadback - st1.TwinReadback}
-			discarded := st2.DiscardedBytes - st1.DiscardedBytes
-			logits := int64(4 * dims.Vocab * (steps + 1))
-			if d.ActivationsRemote() {
-				if discarded != logits || back[0]-back[1] != logits {
-					t.Errorf("read back %d bytes through Forward, %d through ForwardArgmax, %d discarded: want %d fewer, all discarded", back[0], back[1], discarded, logits)
-				}
-			} else if discarded != 0 || back != [2]int64{} {
-				t.Errorf("activations in GPU memory: %d bytes read back, %d discarded: want none", back, discarded)
-			}
-			t.Logf("%d steps: read back %d bytes through Forward, %d through ForwardArgmax (%d discarded)", steps+1, back[0], back[1], discarded)
-		})
-	}
+		} else if discarded != 0 || back != [2]int64{} {
+			t.Errorf("activations in GPU memory: %d bytes read back, %d discarded: want none", back, discarded)
+		}
+		t.Logf("%d steps: read back %d bytes through Forward, %d through ForwardArgmax (%d discarded)", steps+1, back[0], back[1], discarded)
+	})
 }
 
 // topGap is the difference between the two largest values of x.
@@ -642,4 +632,18 @@ func loadModel(t *testing.T, dir string, be tensor.Backend) models.Model {
 		t.Cleanup(func() { cl.Close() })
 	}
 	return m
+}
+
+// eachActivations runs fn as a subtest twice: with activations where the
+// driver puts them by default, and in host memory
+// (MLXCHAT_VULKAN_ACTIVATIONS=host).
+func eachActivations(t *testing.T, fn func(t *testing.T)) {
+	for _, where := range []string{"", "host"} {
+		t.Run("activations="+where, func(t *testing.T) {
+			if where != "" {
+				t.Setenv("MLXCHAT_VULKAN_ACTIVATIONS", where)
+			}
+			fn(t)
+		})
+	}
 }
