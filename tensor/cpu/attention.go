@@ -4,16 +4,18 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"unsafe"
 
 	"mlxchat/tensor"
 )
 
 // Attention computes softmax(scale·q·kᵀ + mask)·v per head with grouped-
 // query sharing. q and dst are [nq, hq, d]; k and v are [nk, hkv, d] with
-// hq a multiple of hkv; dst must not overlap them. The mask gives absolute query and key positions;
-// a masked key contributes nothing. Work is spread over (row, head) pairs;
-// each pair makes one pass over its keys with an online softmax.
+// hq a multiple of hkv; dst must not overlap them. The mask gives absolute
+// query and key positions; a masked key contributes nothing. Jobs are
+// blocks of query rows (all heads) over the keys in blocks of attnBlock
+// with an online softmax; a chunk of too few rows to give every thread a
+// job (decode) splits its keys into contiguous ranges instead and merges
+// their softmax states.
 func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale float32) error {
 	shape, err := tensor.CheckAttention(dst, q, k, v, mask)
 	if err != nil {
@@ -36,265 +38,331 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	if nq == 0 || hq == 0 || d == 0 {
 		return nil
 	}
-	keyPos := mask.KeyPositions()
-	qs, ks, vs, out := q.F32(), k.F32(), v.F32(), dst.F32()
-	dot, axpy, exps := dotF32, axpyF32, expSubF32
-	if b.simd {
-		dot, axpy, exps = dotSIMD, axpySIMD, expSubSIMD
+	c := attnCall{
+		out: dst.F32(), qs: q.F32(), ks: k.F32(), vs: v.F32(),
+		keyPos: mask.KeyPositions(), mask: mask, shape: shape, scale: scale,
+		kern: b.attnKernels(),
 	}
 	var blind atomic.Int64 // first row that saw no key, plus one
-	if nq >= attnBlockMinRows || b.blockedJobs(shape) >= b.threads {
-		b.attentionBlocked(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
-	} else {
-		b.attentionRows(out, qs, ks, vs, keyPos, mask, shape, scale, dot, axpy, exps, &blind)
-	}
+	c.blind = &blind
+	b.attention(&c)
 	if r := blind.Load(); r != 0 {
 		return fmt.Errorf("cpu attention: query row %d (position %d) sees no key", r-1, mask.QueryStart+int(r-1))
 	}
 	return nil
 }
 
-// attentionRows is the decode form of Attention: one job per (query row,
-// head), each one pass over its keys with an online softmax.
-func (b *Backend) attentionRows(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
-	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), exps func(dst, src []float32, m float32), blind *atomic.Int64) {
-	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
-	group := hq / hkv
-	b.pool.split(nq*hq, 1, func(lo, hi int) {
-		scores := make([]float32, attnBlock)
-		ps := make([]float32, attnBlock)
-		acc := make([]float32, d)
-		for job := lo; job < hi; job++ {
-			row, h := job/hq, job%hq
-			kh := h / group
-			qpos := mask.QueryStart + row
-			qv := qs[(row*hq+h)*d : (row*hq+h+1)*d]
-			o := out[(row*hq+h)*d : (row*hq+h+1)*d]
-			// Online softmax over blocks of keys: m is the running max,
-			// l the running sum of e^(s-m), acc the running Σ e^(s-m)·v.
-			m, l := float32(math.Inf(-1)), float32(0)
-			clear(acc)
-			for j0 := 0; j0 < nk; j0 += attnBlock {
-				blk := scores[:min(attnBlock, nk-j0)]
-				bm := float32(math.Inf(-1))
-				for jj := range blk {
-					kp := keyPos[j0+jj]
-					if kp > qpos || (mask.Window > 0 && qpos-kp >= mask.Window) {
-						blk[jj] = float32(math.Inf(-1))
-						continue
-					}
-					j := j0 + jj
-					sc := scale * dot(qv, ks[(j*hkv+kh)*d:(j*hkv+kh+1)*d])
-					blk[jj] = sc
-					bm = max(bm, sc)
-				}
-				if math.IsInf(float64(bm), -1) {
-					continue
-				}
-				if bm > m {
-					if l != 0 {
-						f := expf(m - bm)
-						l *= f
-						for i := range acc {
-							acc[i] *= f
-						}
-					}
-					m = bm
-				}
-				exps(ps[:len(blk)], scores, m)
-				for jj, sc := range blk {
-					if math.IsInf(float64(sc), -1) {
-						continue
-					}
-					p := ps[jj]
-					l += p
-					j := j0 + jj
-					axpy(acc, vs[(j*hkv+kh)*d:(j*hkv+kh+1)*d], p)
-				}
-			}
-			if l == 0 {
-				blind.CompareAndSwap(0, int64(row)+1)
-				clear(o)
-				continue
-			}
-			inv := 1 / l
-			for i := range o {
-				o[i] = acc[i] * inv
-			}
-		}
-	})
-}
-
-// attnPrefetch is how many keys ahead the blocked form prefetches key rows.
-const attnPrefetch = 8
-
 // attnBlock is how many keys Attention scores before updating its running
 // softmax state.
 const attnBlock = 64
 
-// attnBlockMinRows is the chunk length from which Attention always shares
-// each key and value row between several query vectors (prefill). Shorter
-// chunks (decode) do too when that still gives every thread a job (a KV
-// head per thread: Gemma 3n's 2 KV heads on 2 threads), else they keep one
-// job per (row, head) so every core has work.
-const attnBlockMinRows = 4
-
-// blockedJobs is the number of jobs attentionBlocked splits shape into.
-func (b *Backend) blockedJobs(shape tensor.AttentionShape) int {
-	rowsPer := max(1, attnQueries/(shape.Heads/shape.KVHeads))
-	return (shape.Rows + rowsPer - 1) / rowsPer * shape.KVHeads
-}
-
-// attnQueries is how many query vectors (rows × heads of one KV group) a
-// blocked attention job carries: their accumulators (attnQueries × d
-// floats) and scores stay in L1 while each key and value row is read once
-// per job instead of once per query vector.
+// attnQueries is how many query vectors of one KV head (rows × grouped
+// heads) a job carries: each key and value row is read once per job
+// instead of once per query vector, while their accumulators and scores
+// stay in L1 and L2.
 const attnQueries = 16
 
-// attentionBlocked is the prefill form of Attention. A job is a block of
-// query rows and one KV head; it walks the keys in blocks of attnBlock,
-// scores every key against all the job's query vectors (the grouped heads
-// of each row) while that key row is in L1, then adds each value row to
-// all their accumulators. Every query vector sees exactly the arithmetic
-// of the one-job-per-(row, head) form, in the same order (same dot and
-// axpy kernels, same blocks, same running max and sum), so the results are
-// bit-identical to it; only the memory traffic changes.
-func (b *Backend) attentionBlocked(out, qs, ks, vs []float32, keyPos []int, mask tensor.Mask, shape tensor.AttentionShape, scale float32,
-	dot func(a, b []float32) float32, axpy func(dst, src []float32, a float32), exps func(dst, src []float32, m float32), blind *atomic.Int64) {
-	nq, hq, d, nk, hkv := shape.Rows, shape.Heads, shape.HeadDim, shape.Keys, shape.KVHeads
-	group := hq / hkv
-	pv, dot2 := pvF32, dot2F32
-	if b.simd {
-		pv, dot2 = pvSIMD, dot2SIMD
+// attnSplitKeys is the fewest keys a job takes when Attention splits one
+// row's keys between jobs (decode: one row, too few jobs for the threads
+// otherwise).
+const attnSplitKeys = 256
+
+// attnTile is up to four query vectors of one KV head that are scored
+// against a block of keys together and whose accumulators then take the
+// block's value rows together, so the kernels read each key and value row
+// once per tile.
+type attnTile struct {
+	n   int          // vectors in use (the rest are stale)
+	q   [4][]float32 // query vectors, already scaled (d floats)
+	s   [4][]float32 // the block's scores, then their weights (attnBlock floats)
+	acc [4][]float32 // running Σ weight·value row (d floats)
+}
+
+// attnKernels are Attention's inner loops at one kernel level. Keys and
+// values are rows stride floats apart (the cache's KV heads interleave).
+type attnKernels struct {
+	scores func(t *attnTile, k []float32, stride, bn int) // s_v[j] = q_v·k_j for j < bn
+	pv     func(t *attnTile, v []float32, stride, bn int) // acc_v += Σ_{j<bn} s_v[j]·v_j
+	exps   func(dst, src []float32, m float32)            // dst[i] = e^(src[i]-m)
+}
+
+// attnKernels returns the backend's attention kernels.
+func (b *Backend) attnKernels() attnKernels {
+	dot2, pv, exps := dot2F32, pvF32, expSubF32
+	switch {
+	case b.avx512:
+		return attnKernels{scores: scores512, pv: pv512, exps: expSubSIMD}
+	case b.simd:
+		dot2, pv, exps = dot2SIMD, pvSIMD, expSubSIMD
 	}
-	rowsPer := max(1, attnQueries/group)
-	jobs := b.blockedJobs(shape)
-	negInf := float32(math.Inf(-1))
-	rowLines := (4*d + 63) / 64
-	// More ranges than threads: later rows of a causal chunk see more keys,
-	// and free threads claim the remaining ranges.
-	b.pool.splitParts(jobs, 1, 4*(b.pool.helpers+1), func(lo, hi int) {
-		nv := rowsPer * group
-		scores := make([]float32, nv*attnBlock)
-		acc := make([]float32, nv*d)
-		ms := make([]float32, nv)
-		ls := make([]float32, nv)
-		bms := make([]float32, nv)
-		qofs := make([]int, nv)
-		ex := make([]float32, attnBlock)
+	return attnKernels{
+		scores: func(t *attnTile, k []float32, stride, bn int) { scoresDot2(dot2, t, k, stride, bn, 0) },
+		pv:     func(t *attnTile, v []float32, stride, bn int) { pvEach(pv, t, v, stride, bn) },
+		exps:   exps,
+	}
+}
+
+// scoresDot2 writes the scores of keys from..bn-1 for the tile's vectors,
+// two vectors per pass over the keys.
+func scoresDot2(dot2 func(q0, q1, k []float32) (float32, float32), t *attnTile, k []float32, stride, bn, from int) {
+	d := len(t.q[0])
+	for v := 0; v < t.n; v += 2 {
+		w := min(v+1, t.n-1) // an odd last vector pairs with itself
+		q0, q1, s0, s1 := t.q[v], t.q[w], t.s[v], t.s[w]
+		for j := from; j < bn; j++ {
+			s0[j], s1[j] = dot2(q0, q1, k[j*stride:j*stride+d])
+		}
+	}
+}
+
+// pvEach adds the block's value rows to each of the tile's accumulators
+// with pv, one vector at a time.
+func pvEach(pv func(dst, p, v []float32, stride int), t *attnTile, v []float32, stride, bn int) {
+	for i := 0; i < t.n; i++ {
+		pv(t.acc[i], t.s[i][:bn], v, stride)
+	}
+}
+
+// attnCall is one Attention call: its operands, the kernels, and how it
+// is cut into jobs. A job is a block of rowsPer query rows, all heads, and
+// one of ranges contiguous ranges of keys; with more than one range each
+// job leaves its partial softmax state in parts and attention merges them.
+type attnCall struct {
+	out, qs, ks, vs []float32
+	keyPos          []int
+	mask            tensor.Mask
+	shape           tensor.AttentionShape
+	scale           float32
+	kern            attnKernels
+	blind           *atomic.Int64 // first row that saw no key, plus one
+
+	rowsPer, ranges, rangeLen int
+	parts                     []float32 // per (range, row, head): m, l, acc (d+2 floats)
+}
+
+// Visibility of a block of keys from one query row.
+const (
+	visNone = iota
+	visAll
+	visSome
+)
+
+// attention runs c: it sizes the jobs, runs them on the pool and merges
+// split rows.
+func (b *Backend) attention(c *attnCall) {
+	nq, hq, d, nk, hkv := c.shape.Rows, c.shape.Heads, c.shape.HeadDim, c.shape.Keys, c.shape.KVHeads
+	c.rowsPer = max(1, attnQueries/(hq/hkv))
+	rowBlocks := (nq + c.rowsPer - 1) / c.rowsPer
+	c.ranges = 1
+	if rowBlocks < b.threads {
+		c.ranges = max(1, min((b.threads+rowBlocks-1)/rowBlocks, nk/attnSplitKeys))
+	}
+	c.rangeLen = ((nk+c.ranges-1)/c.ranges + attnBlock - 1) / attnBlock * attnBlock
+	c.ranges = (nk + c.rangeLen - 1) / c.rangeLen
+	var parts *[]float32
+	if c.ranges > 1 {
+		parts = b.getBuf(c.ranges * nq * hq * (d + 2))
+		c.parts = *parts
+	}
+	nv := c.rowsPer * hq
+	// More parts than threads: later rows of a causal chunk see more keys,
+	// and free threads claim the remaining ones.
+	b.pool.splitParts(rowBlocks*c.ranges, 1, 4*(b.pool.helpers+1), func(lo, hi int) {
+		buf := b.getBuf(2*nv*d + nv*attnBlock + 2*nv)
+		defer b.putBuf(buf)
+		vis := make([]int8, c.rowsPer)
 		for job := lo; job < hi; job++ {
-			r0, kh := (job/hkv)*rowsPer, job%hkv
-			rows := min(rowsPer, nq-r0)
-			nv := rows * group
-			// Query vector i is row r0+i/group, head kh*group+i%group.
-			for i := 0; i < nv; i++ {
-				ms[i], ls[i] = negInf, 0
-				qofs[i] = ((r0+i/group)*hq + kh*group + i%group) * d
+			c.run(job, *buf, vis)
+		}
+	})
+	if c.ranges > 1 {
+		c.merge()
+		b.putBuf(parts)
+	}
+}
+
+// run computes job: the online softmax over its keys in blocks of
+// attnBlock, for every query vector of its rows (scratch holds their
+// scaled copies, accumulators, scores, running maxima and sums).
+func (c *attnCall) run(job int, scratch []float32, vis []int8) {
+	nq, hq, d, nk, hkv := c.shape.Rows, c.shape.Heads, c.shape.HeadDim, c.shape.Keys, c.shape.KVHeads
+	group := hq / hkv
+	r0, rg := job/c.ranges*c.rowsPer, job%c.ranges
+	rows := min(c.rowsPer, nq-r0)
+	k0, k1 := rg*c.rangeLen, min(nk, (rg+1)*c.rangeLen)
+	nvh := rows * group // vectors per KV head
+	nv := nvh * hkv
+	qv, acc := scratch[:nv*d], scratch[nv*d:2*nv*d]
+	sc := scratch[2*nv*d : 2*nv*d+nv*attnBlock]
+	ms, ls := scratch[2*nv*d+nv*attnBlock:][:nv], scratch[2*nv*d+nv*attnBlock+nv:][:nv]
+	// Slot kh·nvh + i holds row r0 + i/group, head kh·group + i%group.
+	head := func(slot int) (row, h int) {
+		kh, i := slot/nvh, slot%nvh
+		return r0 + i/group, kh*group + i%group
+	}
+	negInf := float32(math.Inf(-1))
+	for slot := range nv {
+		row, h := head(slot)
+		src := c.qs[(row*hq+h)*d:][:d]
+		dst := qv[slot*d:][:d]
+		for i, x := range src {
+			dst[i] = c.scale * x
+		}
+		ms[slot], ls[slot] = negInf, 0
+	}
+	clear(acc)
+	stride := hkv * d
+	qstart, window := c.mask.QueryStart+r0, c.mask.Window
+	allowed := func(r, kp int) bool {
+		q := qstart + r
+		return kp <= q && (window == 0 || q-kp < window)
+	}
+	var t attnTile
+	for j0 := k0; j0 < k1; j0 += attnBlock {
+		bn := min(attnBlock, k1-j0)
+		kpos := c.keyPos[j0 : j0+bn]
+		kmin, kmax := kpos[0], kpos[0]
+		for _, kp := range kpos[1:] {
+			kmin, kmax = min(kmin, kp), max(kmax, kp)
+		}
+		any := false
+		for r := range rows {
+			q := qstart + r
+			switch {
+			case kmax <= q && (window == 0 || q-kmin < window):
+				vis[r] = visAll
+			case kmin > q || (window > 0 && q-kmax >= window):
+				vis[r] = visNone
+			default:
+				vis[r] = visSome
 			}
-			clear(acc[:nv*d])
-			for j0 := 0; j0 < nk; j0 += attnBlock {
-				bn := min(attnBlock, nk-j0)
-				for i := 0; i < nv; i++ {
-					bms[i] = negInf
+			any = any || vis[r] != visNone
+		}
+		if !any {
+			continue
+		}
+		for kh := range hkv {
+			kb, vb := c.ks[(j0*hkv+kh)*d:], c.vs[(j0*hkv+kh)*d:]
+			for s0 := kh * nvh; s0 < (kh+1)*nvh; s0 += 4 {
+				t.n = min(4, (kh+1)*nvh-s0)
+				for i := range t.n {
+					slot := s0 + i
+					t.q[i], t.acc[i] = qv[slot*d:][:d], acc[slot*d:][:d]
+					t.s[i] = sc[slot*attnBlock:][:attnBlock]
 				}
-				for jj := 0; jj < bn; jj++ {
-					j := j0 + jj
-					kp := keyPos[j]
-					krow := ks[(j*hkv+kh)*d : (j*hkv+kh+1)*d]
-					// A job reads one KV head's rows, every hkv-th of
-					// the cache, too short a run each for the hardware
-					// prefetchers: fetch the key row attnPrefetch ahead,
-					// and this key's value row for the block's pv pass.
-					if pf := j + attnPrefetch; pf < nk {
-						prefetchLines((*byte)(unsafe.Pointer(&ks[(pf*hkv+kh)*d])), rowLines)
-					}
-					prefetchLines((*byte)(unsafe.Pointer(&vs[(j*hkv+kh)*d])), rowLines)
-					for r := 0; r < rows; r++ {
-						qpos := mask.QueryStart + r0 + r
-						masked := kp > qpos || (mask.Window > 0 && qpos-kp >= mask.Window)
-						if masked {
-							for i := r * group; i < (r+1)*group; i++ {
-								scores[i*attnBlock+jj] = negInf
+				c.kern.scores(&t, kb, stride, bn)
+				for i := range t.n {
+					slot := s0 + i
+					r := (slot % nvh) / group
+					s := t.s[i][:bn]
+					switch vis[r] {
+					case visNone:
+						clear(s)
+						continue
+					case visSome:
+						for jj, kp := range kpos {
+							if !allowed(r, kp) {
+								s[jj] = negInf
 							}
-							continue
-						}
-						g := 0
-						for ; g+2 <= group; g += 2 {
-							i := r*group + g
-							o0, o1 := qofs[i], qofs[i+1]
-							d0, d1 := dot2(qs[o0:o0+d], qs[o1:o1+d], krow)
-							s0, s1 := scale*d0, scale*d1
-							scores[i*attnBlock+jj], scores[(i+1)*attnBlock+jj] = s0, s1
-							bms[i], bms[i+1] = max(bms[i], s0), max(bms[i+1], s1)
-						}
-						for ; g < group; g++ {
-							i := r*group + g
-							o := qofs[i]
-							sc := scale * dot(qs[o:o+d], krow)
-							scores[i*attnBlock+jj] = sc
-							bms[i] = max(bms[i], sc)
 						}
 					}
-				}
-				any := false
-				for i := 0; i < nv; i++ {
-					bm := bms[i]
-					if math.IsInf(float64(bm), -1) {
+					bm := negInf
+					for _, x := range s {
+						bm = max(bm, x)
+					}
+					if bm == negInf {
+						clear(s)
 						continue
 					}
-					any = true
-					if bm > ms[i] {
-						if ls[i] != 0 {
-							f := expf(ms[i] - bm)
-							ls[i] *= f
-							a := acc[i*d : (i+1)*d]
+					if bm > ms[slot] {
+						if ls[slot] != 0 {
+							f := expf(ms[slot] - bm)
+							ls[slot] *= f
+							a := acc[slot*d:][:d]
 							for x := range a {
 								a[x] *= f
 							}
 						}
-						ms[i] = bm
+						ms[slot] = bm
 					}
-				}
-				if !any {
-					continue
-				}
-				// Each query vector's weights for the block (zero where
-				// masked) go to its accumulator in one pass over the value
-				// rows, key by key as in the per-row form.
-				vblk := vs[(j0*hkv+kh)*d:]
-				for i := 0; i < nv; i++ {
-					if math.IsInf(float64(bms[i]), -1) {
-						continue
-					}
-					ps := scores[i*attnBlock : i*attnBlock+bn]
-					exps(ex[:bn], scores[i*attnBlock:(i+1)*attnBlock], ms[i])
-					for jj, sc := range ps {
-						if math.IsInf(float64(sc), -1) {
-							ps[jj] = 0
-							continue
+					c.kern.exps(s, s, ms[slot])
+					if vis[r] == visSome {
+						for jj, kp := range kpos {
+							if !allowed(r, kp) {
+								s[jj] = 0
+							}
 						}
-						p := ex[jj]
-						ls[i] += p
-						ps[jj] = p
 					}
-					pv(acc[i*d:(i+1)*d], ps, vblk, hkv*d)
+					var sum float32
+					for _, p := range s {
+						sum += p
+					}
+					ls[slot] += sum
 				}
-			}
-			for i := 0; i < nv; i++ {
-				o := out[qofs[i] : qofs[i]+d]
-				if ls[i] == 0 {
-					blind.CompareAndSwap(0, int64(r0+i/group)+1)
-					clear(o)
-					continue
-				}
-				inv := 1 / ls[i]
-				a := acc[i*d : (i+1)*d]
-				for x := range o {
-					o[x] = a[x] * inv
-				}
+				c.kern.pv(&t, vb, stride, bn)
 			}
 		}
-	})
+	}
+	for slot := range nv {
+		row, h := head(slot)
+		a := acc[slot*d:][:d]
+		if c.ranges > 1 {
+			p := c.parts[((rg*nq+row)*hq+h)*(d+2):][:d+2]
+			p[0], p[1] = ms[slot], ls[slot]
+			copy(p[2:], a)
+			continue
+		}
+		o := c.out[(row*hq+h)*d:][:d]
+		if ls[slot] == 0 {
+			c.blind.CompareAndSwap(0, int64(row)+1)
+			clear(o)
+			continue
+		}
+		inv := 1 / ls[slot]
+		for x := range o {
+			o[x] = a[x] * inv
+		}
+	}
+}
+
+// merge combines the ranges' partial states of every (row, head) into
+// the output: each range's sum and accumulator are rescaled to the
+// largest of their maxima.
+func (c *attnCall) merge() {
+	nq, hq, d := c.shape.Rows, c.shape.Heads, c.shape.HeadDim
+	for row := range nq {
+		for h := range hq {
+			part := func(rg int) []float32 { return c.parts[((rg*nq+row)*hq+h)*(d+2):][:d+2] }
+			m := float32(math.Inf(-1))
+			for rg := range c.ranges {
+				if p := part(rg); p[1] != 0 {
+					m = max(m, p[0])
+				}
+			}
+			o := c.out[(row*hq+h)*d:][:d]
+			clear(o)
+			if math.IsInf(float64(m), -1) {
+				c.blind.CompareAndSwap(0, int64(row)+1)
+				continue
+			}
+			var l float32
+			for rg := range c.ranges {
+				p := part(rg)
+				if p[1] == 0 {
+					continue
+				}
+				f := expf(p[0] - m)
+				l += f * p[1]
+				for x, a := range p[2:] {
+					o[x] += f * a
+				}
+			}
+			inv := 1 / l
+			for x := range o {
+				o[x] *= inv
+			}
+		}
+	}
 }
 
 // pvF32 computes dst += Σ_j p[j]·v[j*stride:][:len(dst)] with one axpyF32

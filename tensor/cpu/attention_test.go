@@ -1,19 +1,23 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 
 	"mlxchat/tensor"
 )
 
-// TestAttentionBlockedMatchesRows checks that the prefill (blocked) form of
-// Attention gives bit-identical results to the per-(row, head) form, on odd
-// row counts, head groupings, head sizes, key blocks that straddle
-// attnBlock, trimmed caches and sliding windows, and on every kernel level.
-func TestAttentionBlockedMatchesRows(t *testing.T) {
+// TestAttentionForms checks Attention against the float64 brute force on
+// the shapes that pick its different paths on every kernel level: query
+// vectors in full tiles of four (the AVX-512 kernels: head sizes that are
+// multiples of 16 and 64) and in partial ones, key counts that are not a
+// multiple of the tile or the block, decode rows whose keys are split
+// between threads (one range entirely outside a sliding window), storage
+// order that is not position order (a wrapped ring), trimmed caches, and
+// chunks whose blocks are seen by some rows only.
+func TestAttentionForms(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	tests := []struct {
 		name       string
@@ -29,14 +33,17 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 		{"sliding window", 150, 45, []tensor.Span{{Start: 60, Len: 135}}, 70, 4, 2, 24},
 		{"window below block", 0, 67, []tensor.Span{{Start: 0, Len: 67}}, 5, 2, 1, 8},
 		{"group above attnQueries", 10, 5, []tensor.Span{{Start: 0, Len: 15}}, 0, 20, 1, 8},
-		{"gemma 3n head size", 90, 37, []tensor.Span{{Start: 0, Len: 127}}, 0, 8, 2, 256}, // four vectors share value rows (pv4)
-		{"pv4 window, head size not a multiple of 64", 100, 29, []tensor.Span{{Start: 20, Len: 109}}, 40, 8, 2, 48},
+		{"gemma 3n head size chunk", 90, 37, []tensor.Span{{Start: 0, Len: 127}}, 0, 8, 2, 256},
+		{"tiles, head size not a multiple of 64", 100, 29, []tensor.Span{{Start: 20, Len: 109}}, 40, 8, 2, 48},
+		{"gemma 3n decode", 1400, 1, []tensor.Span{{Start: 0, Len: 1401}}, 0, 8, 2, 256},
+		{"decode keys not a multiple of 4", 1032, 1, []tensor.Span{{Start: 0, Len: 4}, {Start: 500, Len: 533}}, 0, 4, 1, 64},
+		{"decode, one range outside the window", 1100, 1, []tensor.Span{{Start: 0, Len: 1101}}, 300, 8, 2, 64},
+		{"decode wrapped ring", 1500, 1, []tensor.Span{{Start: 1100, Len: 401}, {Start: 700, Len: 400}}, 512, 4, 1, 128},
+		{"two decode rows", 900, 2, []tensor.Span{{Start: 0, Len: 902}}, 0, 4, 2, 64},
+		{"three rows, group of 2", 700, 3, []tensor.Span{{Start: 0, Len: 703}}, 0, 4, 2, 64},
+		{"decode mha", 600, 1, []tensor.Span{{Start: 0, Len: 601}}, 0, 3, 3, 32},
 	}
 	for _, bk := range backends(t) {
-		dot, axpy, exps := dotF32, axpyF32, expSubF32
-		if bk.simd {
-			dot, axpy, exps = dotSIMD, axpySIMD, expSubSIMD
-		}
 		for _, tc := range tests {
 			m, err := tensor.NewMask(tc.qStart, tc.nq, tc.keys, tc.window)
 			if err != nil {
@@ -46,89 +53,58 @@ func TestAttentionBlockedMatchesRows(t *testing.T) {
 			q := mustT(t, randF32(rng, tc.nq*tc.hq*tc.d, 1), tc.nq, tc.hq, tc.d)
 			k := mustT(t, randF32(rng, nk*tc.hkv*tc.d, 1), nk, tc.hkv, tc.d)
 			v := mustT(t, randF32(rng, nk*tc.hkv*tc.d, 1), nk, tc.hkv, tc.d)
-			shape, err := tensor.CheckAttention(q, q, k, v, m)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
 			scale := float32(1 / math.Sqrt(float64(tc.d)))
-			rows := make([]float32, tc.nq*tc.hq*tc.d)
-			blocked := make([]float32, len(rows))
-			var b1, b2 atomic.Int64
-			bk.attentionRows(rows, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, exps, &b1)
-			bk.attentionBlocked(blocked, q.F32(), k.F32(), v.F32(), m.KeyPositions(), m, shape, scale, dot, axpy, exps, &b2)
-			if b1.Load() != 0 || b2.Load() != 0 {
-				t.Fatalf("%s: blind rows %d %d", tc.name, b1.Load(), b2.Load())
-			}
-			for i := range rows {
-				if math.Float32bits(rows[i]) != math.Float32bits(blocked[i]) {
-					t.Fatalf("%s (simd %v, %d threads): element %d blocked %v, per-row %v", tc.name, bk.simd, bk.Threads(), i, blocked[i], rows[i])
-				}
-			}
-			// Attention itself takes the blocked form for these chunks and
-			// must still match the float64 brute force.
 			dst := bk.Alloc(tc.nq, tc.hq, tc.d)
 			if err := bk.Attention(dst, q, k, v, m, scale); err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
-			compare(t, tc.name, dst.F32(), refAttention(q.F32(), k.F32(), v.F32(), tc.nq, tc.hq, nk, tc.hkv, tc.d, m, float64(scale)), 1e-5, 1e-4)
+			name := fmt.Sprintf("%s (simd %v, avx512 %v, %d threads)", tc.name, bk.simd, bk.avx512, bk.Threads())
+			compare(t, name, dst.F32(), refAttention(q.F32(), k.F32(), v.F32(), tc.nq, tc.hq, nk, tc.hkv, tc.d, m, float64(scale)), 1e-5, 1e-4)
 		}
 	}
 }
 
 // BenchmarkAttentionPrefill times a 512-row chunk of Gemma 3n E2B shape
 // (8 query heads, 2 KV heads, head size 256) after 1536 cached keys.
-func BenchmarkAttentionPrefill(b *testing.B) { benchAttentionForms(b, 512, 1536, 1) }
+func BenchmarkAttentionPrefill(b *testing.B) { benchAttention(b, 512, 1536, 1) }
 
 // BenchmarkAttentionDecode times one decode row of the same shape after
 // 2048 cached keys.
-func BenchmarkAttentionDecode(b *testing.B) { benchAttentionForms(b, 1, 2048, 1) }
+func BenchmarkAttentionDecode(b *testing.B) { benchAttention(b, 1, 2048, 1) }
 
 // BenchmarkAttentionDecodeCold is one decode step after 8192 keys, its
 // keys and values read from memory as in a forward pass: it cycles through
 // four layers' caches, 128 MiB in all.
-func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttentionForms(b, 1, 8192, 4) }
+func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttention(b, 1, 8192, 4) }
 
-// benchAttentionForms times both forms of Attention on 2 threads for nq
-// query rows after past cached keys, cycling through sets of keys and
-// values.
-func benchAttentionForms(b *testing.B, nq, past, sets int) {
-	for _, form := range []string{"rows", "blocked"} {
-		b.Run(form, func(b *testing.B) {
-			const hq, hkv, d = 8, 2, 256
-			bk := New(2)
-			defer bk.Close()
-			rng := rand.New(rand.NewPCG(1, 2))
-			m, err := tensor.NewMask(past, nq, []tensor.Span{{Start: 0, Len: past + nq}}, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			nk := m.KeyLen()
-			q, _ := tensor.FromF32(randF32(rng, nq*hq*d, 1), nq, hq, d)
-			ks, vs := make([]*tensor.Tensor, sets), make([]*tensor.Tensor, sets)
-			for i := range ks {
-				ks[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
-				vs[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
-			}
-			shape, err := tensor.CheckAttention(q, q, ks[0], vs[0], m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out := make([]float32, nq*hq*d)
-			var blind atomic.Int64
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k, v := ks[i%sets].F32(), vs[i%sets].F32()
-				if form == "rows" {
-					bk.attentionRows(out, q.F32(), k, v, m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
-				} else {
-					bk.attentionBlocked(out, q.F32(), k, v, m.KeyPositions(), m, shape, 0.0625, dotSIMD, axpySIMD, expSubSIMD, &blind)
-				}
-			}
-			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			b.ReportMetric(float64(2*nk*hkv*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "KV-GB/s")
-		})
+// benchAttention times Attention on 2 threads for nq query rows after past
+// cached keys, cycling through sets of keys and values.
+func benchAttention(b *testing.B, nq, past, sets int) {
+	const hq, hkv, d = 8, 2, 256
+	bk := New(2)
+	defer bk.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	m, err := tensor.NewMask(past, nq, []tensor.Span{{Start: 0, Len: past + nq}}, 0)
+	if err != nil {
+		b.Fatal(err)
 	}
+	nk := m.KeyLen()
+	q, _ := tensor.FromF32(randF32(rng, nq*hq*d, 1), nq, hq, d)
+	ks, vs := make([]*tensor.Tensor, sets), make([]*tensor.Tensor, sets)
+	for i := range ks {
+		ks[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
+		vs[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
+	}
+	out := bk.Alloc(nq, hq, d)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := bk.Attention(out, q, ks[i%sets], vs[i%sets], m, 0.0625); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(float64(2*nk*hkv*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "KV-GB/s")
 }
 
 // TestExpSub checks the softmax exponentials of both forms against

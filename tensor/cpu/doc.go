@@ -5,13 +5,18 @@
 //   - backend.go, ops.go, attention.go, matmul.go: every Backend op, with
 //     shape and dtype checks that return errors (never panics). Attention
 //     uses absolute-position masks (tensor.Mask, built by kvcache), grouped
-//     query heads and an online softmax: for decode one pass over the keys
-//     per (query row, head); for chunks of 4 rows or more one pass per
-//     (block of rows, KV head), each key and value row read once for all
-//     the block's query vectors (up to 16: rows x grouped heads), scores
-//     two query vectors per key load (dot2AVX) and values added with
-//     register accumulators (pvAVX). Both forms do the same float
-//     operations in the same order, so they agree bit for bit (tested).
+//     query heads and an online softmax over blocks of 64 keys. A job is a
+//     block of query rows (up to 16 query vectors per KV head: rows x
+//     grouped heads) over all heads; its vectors go in tiles of four that
+//     read each key and value row once. A chunk with too few rows to give
+//     every thread a job (decode) splits its keys into contiguous ranges,
+//     one per thread, and merges their softmax states, so each thread
+//     streams its own part of the cache. On AVX-512 a tile's scores are a
+//     4 keys x 4 vectors register block (attnScores4) and its values are
+//     added with 16 register accumulators (attnPV4), both prefetching rows
+//     40 ahead into L2 (attn512_amd64.s, hand-written, checked in the
+//     emulator); elsewhere two vectors share each key load (dot2) and pv
+//     adds one vector's values.
 //   - pool.go: the worker pool each Backend owns (no package-level state).
 //     Ops split their rows over the caller and whichever helpers are free;
 //     a helper that is busy is never waited for. Close stops the helpers;
@@ -138,13 +143,15 @@
 //	  runs (2-thread read bandwidth ~35 GB/s that day): 20.1 -> 23.3
 //	  tok/s; with -cpu 1 (one thread runs the products) 12.5 -> 15.3.
 //	go test -bench 'ReadBandwidth': 30.8 GB/s on 1 core, 61.6 on 2.
-//	go test -bench 'AttentionDecodeCold' (2 threads, one query row after
-//	  8192 keys, 4 layers' caches cycled so they come from memory;
-//	  interleaved runs, ~35 GB/s to read that day): blocked form 7.7-11.5
-//	  -> 12.2-14.0 GB/s of keys and values once each job prefetches its
-//	  key rows 8 ahead and each key's value row for the block's pv pass
-//	  (a job reads one KV head's rows, every hkv-th of the cache, too short
-//	  a run each for the hardware prefetchers).
+//	go test -bench 'Attention' ./tensor/cpu (2 threads, Gemma 3n E2B
+//	  heads; AttentionDecodeCold is one query row after 8192 keys, 4
+//	  layers' caches cycled so they come from memory, ~58 GB/s to read
+//	  that day), before -> after the tiled kernels and the key split,
+//	  interleaved: prefill (512 rows after 1536 keys) 74 -> 150 GFLOP/s;
+//	  decode after 2048 keys (from L3) 0.28 -> 0.13 ms; cold 12.7-13.9 ->
+//	  18-20 GB/s of keys and values with prefetches into L1, 27-30 with
+//	  them into L2 (PREFETCHT1; distances of 16, 24, 40 and 64 rows: 24-28,
+//	  26-28, 27-30, 26-29).
 //	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
 //	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
 //	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x
@@ -152,8 +159,6 @@
 //	go test -bench 'QuantMatMul/.*n=512/threads=1': 95.5-99.5 GFLOP/s (Zen
 //	  4 runs a 512-bit FMA in two halves: about 112 GFLOP/s a core at its
 //	  clock).
-//	go test -bench 'AttentionDecode' (2 threads, 2048 keys, under load):
-//	  per-(row, head) jobs 1.17-1.96 ms, blocked 0.75-0.88 ms.
 //
 // AMD EPYC (Zen 3, family 25 model 1), 2 cores, AVX2 (no AVX-512), load
 // average 2-4 from other work (December 2026):

@@ -559,11 +559,11 @@ func (e *emu) exec(in *emuInst) {
 		} else {
 			e.vwrite(a[1], e.vread(a[0], 4, in), in) // load: the rest zero
 		}
-	case "VPANDD", "VPXORD", "VANDPS":
+	case "VPANDD", "VPXORD", "VANDPS", "VXORPS":
 		w := vwidth(last())
 		x, y := e.vread(a[0], w, in), e.vread(a[1], w, in)
 		for i := range x {
-			if in.op == "VPXORD" {
+			if in.op == "VPXORD" || in.op == "VXORPS" {
 				x[i] ^= y[i]
 			} else {
 				x[i] &= y[i]
@@ -754,7 +754,10 @@ func (e *emu) exec(in *emuInst) {
 		}
 		e.vwrite(last(), out, in)
 	case "VEXTRACTF64X4", "VEXTRACTF128", "VEXTRACTF32X4":
-		w := vwidth(last())
+		w := 16 // the destination may be memory
+		if in.op == "VEXTRACTF64X4" {
+			w = 32
+		}
 		x := e.vread(a[1], vwidth(a[1]), in)
 		off := int(a[0].imm) * w
 		e.vwrite(last(), x[off:off+w], in)
@@ -782,6 +785,35 @@ func (e *emu) exec(in *emuInst) {
 		out := make([]byte, w)
 		for i := 0; i < w; i += n {
 			copy(out[i:], v)
+		}
+		e.vwrite(last(), out, in)
+	case "VSHUFF32X4": // 128-bit lanes: two picked from src1, two from src2
+		x2, x1 := e.vread(a[1], 64, in), e.vread(a[2], 64, in)
+		imm := a[0].imm
+		out := make([]byte, 64)
+		for l := 0; l < 4; l++ {
+			src := x1
+			if l >= 2 {
+				src = x2
+			}
+			j := int(imm>>(2*l)) & 3
+			copy(out[16*l:16*l+16], src[16*j:16*j+16])
+		}
+		e.vwrite(last(), out, in)
+	case "VSHUFPS": // per 128-bit lane: two floats picked from src1, two from src2
+		w := vwidth(last())
+		x2, x1 := e.vread(a[1], w, in), e.vread(a[2], w, in)
+		imm := a[0].imm
+		out := make([]byte, w)
+		for l := 0; l < w/16; l++ {
+			for i := 0; i < 4; i++ {
+				src := x1
+				if i >= 2 {
+					src = x2
+				}
+				j := int(imm>>(2*i)) & 3
+				copy(out[16*l+4*i:16*l+4*i+4], src[16*l+4*j:16*l+4*j+4])
+			}
 		}
 		e.vwrite(last(), out, in)
 	case "VPACKSSDW":

@@ -104,3 +104,66 @@ func TestEmu512Quantizer(t *testing.T) {
 		}
 	}
 }
+
+// TestEmu512Attention runs the AVX-512 attention kernels in the emulator
+// against float64 sums: scores of four query vectors against key rows
+// stride floats apart (a multiple of 4 keys), and four accumulators taking
+// value rows weighted by four score rows, at head sizes of one to four
+// chunks.
+func TestEmu512Attention(t *testing.T) {
+	e := newEmu(t, "attn512_amd64.s")
+	rng := rand.New(rand.NewPCG(22, 22))
+	for _, c := range []struct{ d, keys, stride int }{{16, 4, 16}, {64, 12, 128}, {256, 64, 512}, {192, 9, 200}} {
+		stride, d := c.stride, c.d
+		kv := randF32(rng, (c.keys-1)*stride+d, 1)
+		q, acc := randF32(rng, 4*d, 1), randF32(rng, 4*d, 1)
+		s := make([]float32, 4*attnBlock)
+		args := make([]attnArgs, 1)
+		for _, b := range [][]byte{emuBytes(q), emuBytes(acc), emuBytes(s), emuBytes(kv), emuBytes(args)} {
+			e.addRegion(b)
+		}
+		frame := frameOf(uint64(uintptr(unsafe.Pointer(&args[0]))))
+		name := fmt.Sprintf("d %d keys %d stride %d", d, c.keys, stride)
+		if d%16 == 0 && c.keys%4 == 0 {
+			args[0] = attnArgs{q: unsafe.Pointer(&q[0]), s: unsafe.Pointer(&s[0]), kv: unsafe.Pointer(&kv[0]),
+				stride: 4 * stride, keys: c.keys, d: d, pf: 4 * stride}
+			e.call("attnScores4", frame)
+			for v := range 4 {
+				for j := range c.keys {
+					var want, mag float64
+					for i := range d {
+						p := float64(q[v*d+i]) * float64(kv[j*stride+i])
+						want, mag = want+p, mag+math.Abs(p)
+					}
+					if got := s[v*attnBlock+j]; math.Abs(float64(got)-want) > 1e-6*mag {
+						t.Fatalf("%s: score of vector %d, key %d = %g, want %g", name, v, j, got, want)
+					}
+				}
+			}
+		}
+		if d%64 == 0 {
+			want := make([]float64, 4*d)
+			for v := range 4 {
+				for j := range c.keys {
+					s[v*attnBlock+j] = rng.Float32()
+				}
+				s[v*attnBlock+c.keys/2] = 0 // a masked key
+				for i := range d {
+					want[v*d+i] = float64(acc[v*d+i])
+					for j := range c.keys {
+						want[v*d+i] += float64(s[v*attnBlock+j]) * float64(kv[j*stride+i])
+					}
+				}
+			}
+			args[0] = attnArgs{q: unsafe.Pointer(&acc[0]), s: unsafe.Pointer(&s[0]), kv: unsafe.Pointer(&kv[0]),
+				stride: 4 * stride, keys: c.keys, d: d, pf: 4 * stride}
+			e.call("attnPV4", frame)
+			for i, w := range want {
+				if math.Abs(float64(acc[i])-w) > 1e-5*(1+math.Abs(w)) {
+					t.Fatalf("%s: accumulator %d[%d] = %g, want %g", name, i/d, i%d, acc[i], w)
+				}
+			}
+		}
+		e.regions = e.regions[:len(e.symData)]
+	}
+}

@@ -12,6 +12,29 @@ import (
 	"mlxchat/tensor"
 )
 
+// TestAttnArgsLayout keeps attnArgs in step with the offsets
+// attn512_amd64.s reads.
+func TestAttnArgsLayout(t *testing.T) {
+	var a attnArgs
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"q", unsafe.Offsetof(a.q), 0},
+		{"s", unsafe.Offsetof(a.s), 8},
+		{"kv", unsafe.Offsetof(a.kv), 16},
+		{"stride", unsafe.Offsetof(a.stride), 24},
+		{"keys", unsafe.Offsetof(a.keys), 32},
+		{"d", unsafe.Offsetof(a.d), 40},
+		{"pf", unsafe.Offsetof(a.pf), 48},
+		{"score row stride (floats)", attnBlock, 64},
+	} {
+		if f.got != f.want {
+			t.Errorf("attnArgs.%s at offset %d, the assembly reads %d", f.name, f.got, f.want)
+		}
+	}
+}
+
 // TestQzArgsLayout keeps qzArgs in step with the field offsets the
 // generated assembly (gen_kernels512.go) uses.
 func TestQzArgsLayout(t *testing.T) {

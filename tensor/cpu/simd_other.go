@@ -96,3 +96,11 @@ func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *
 // expSubSIMD writes dst[i] = e^(src[i]-m) (expf here; the amd64 form is
 // vectorized).
 func expSubSIMD(dst, src []float32, m float32) { expSubF32(dst, src, m) }
+
+func scores512(t *attnTile, k []float32, stride, bn int) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}
+
+func pv512(t *attnTile, v []float32, stride, bn int) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}

@@ -1,0 +1,76 @@
+//go:build amd64
+
+package cpu
+
+import "unsafe"
+
+// attnArgs is what the AVX-512 attention kernels (attn512_amd64.s) read.
+// Offsets are fixed in the assembly; TestAttnArgsLayout keeps the two in
+// step.
+type attnArgs struct {
+	q      unsafe.Pointer // scores: first query vector; pv: first accumulator (the four lie d floats apart)
+	s      unsafe.Pointer // first score row (the four lie attnBlock floats apart)
+	kv     unsafe.Pointer // first key (scores) or value (pv) row
+	stride int            // bytes between key or value rows
+	keys   int            // scores: a multiple of 4; pv: at least 1
+	d      int            // floats per vector: scores a multiple of 16, pv of 64
+	pf     int            // prefetch distance, bytes
+}
+
+//go:noescape
+func attnScores4(a *attnArgs)
+
+//go:noescape
+func attnPV4(a *attnArgs)
+
+// attnPrefetchRows is how many key or value rows ahead the kernels
+// prefetch.
+const attnPrefetchRows = 40
+
+// tileLaidOut reports whether t's four vectors (q or acc) lie d floats
+// apart and its score rows attnBlock floats apart, as the kernels read
+// them.
+func tileLaidOut(vecs *[4][]float32, s *[4][]float32, d int) bool {
+	for v := 1; v < 4; v++ {
+		if unsafe.Pointer(&vecs[v][0]) != unsafe.Add(unsafe.Pointer(&vecs[0][0]), 4*v*d) ||
+			unsafe.Pointer(&s[v][0]) != unsafe.Add(unsafe.Pointer(&s[0][0]), 4*v*attnBlock) {
+			return false
+		}
+	}
+	return true
+}
+
+// scores512 is attnKernels.scores for AVX-512: full tiles of four vectors
+// with head sizes that are multiples of 16 go to attnScores4 four keys at
+// a time; the rest is scoresDot2 with the AVX2 kernels.
+func scores512(t *attnTile, k []float32, stride, bn int) {
+	d := len(t.q[0])
+	n4 := bn &^ 3
+	if t.n < 4 || d%16 != 0 || n4 == 0 || !tileLaidOut(&t.q, &t.s, d) {
+		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
+		return
+	}
+	_ = k[(bn-1)*stride+d-1]
+	_, _ = t.q[3][d-1], t.s[3][bn-1]
+	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
+		stride: 4 * stride, keys: n4, d: d, pf: attnPrefetchRows * 4 * stride}
+	attnScores4(&a)
+	if n4 < bn {
+		scoresDot2(dot2SIMD, t, k, stride, bn, n4)
+	}
+}
+
+// pv512 is attnKernels.pv for AVX-512: full tiles with head sizes that
+// are multiples of 64 go to attnPV4, the rest to pvSIMD per vector.
+func pv512(t *attnTile, v []float32, stride, bn int) {
+	d := len(t.acc[0])
+	if t.n < 4 || d%64 != 0 || !tileLaidOut(&t.acc, &t.s, d) {
+		pvEach(pvSIMD, t, v, stride, bn)
+		return
+	}
+	_ = v[(bn-1)*stride+d-1]
+	_, _ = t.acc[3][d-1], t.s[3][bn-1]
+	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
+		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
+	attnPV4(&a)
+}
