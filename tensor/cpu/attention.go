@@ -88,13 +88,19 @@ type attnKernels struct {
 
 // attnKernels returns the backend's attention kernels.
 func (b *Backend) attnKernels() attnKernels {
-	dot2, pv, exps := dot2F32, pvF32, expSubF32
 	switch {
 	case b.avx512:
 		return attnKernels{scores: scores512, pv: pv512, exps: expSubSIMD}
 	case b.simd:
-		dot2, pv, exps = dot2SIMD, pvSIMD, expSubSIMD
+		return simdAttnKernels()
 	}
+	return dotAttnKernels(dot2F32, pvF32, expSubF32)
+}
+
+// dotAttnKernels are attention kernels built from a two-vector dot
+// product and a one-vector pv.
+func dotAttnKernels(dot2 func(q0, q1, k []float32) (float32, float32), pv func(dst, p, v []float32, stride int),
+	exps func(dst, src []float32, m float32)) attnKernels {
 	return attnKernels{
 		scores: func(t *attnTile, k []float32, stride, bn int) { scoresDot2(dot2, t, k, stride, bn, 0) },
 		pv:     func(t *attnTile, v []float32, stride, bn int) { pvEach(pv, t, v, stride, bn) },

@@ -77,12 +77,11 @@ func BenchmarkAttentionDecode(b *testing.B) { benchAttention(b, 1, 2048, 1) }
 // four layers' caches, 128 MiB in all.
 func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttention(b, 1, 8192, 4) }
 
-// benchAttention times Attention on 2 threads for nq query rows after past
-// cached keys, cycling through sets of keys and values.
+// benchAttention times Attention on 2 threads at each SIMD kernel level
+// for nq query rows after past cached keys, cycling through sets of keys
+// and values.
 func benchAttention(b *testing.B, nq, past, sets int) {
 	const hq, hkv, d = 8, 2, 256
-	bk := New(2)
-	defer bk.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, err := tensor.NewMask(past, nq, []tensor.Span{{Start: 0, Len: past + nq}}, 0)
 	if err != nil {
@@ -95,16 +94,21 @@ func benchAttention(b *testing.B, nq, past, sets int) {
 		ks[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
 		vs[i], _ = tensor.FromF32(randF32(rng, nk*hkv*d, 1), nk, hkv, d)
 	}
-	out := bk.Alloc(nq, hq, d)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := bk.Attention(out, q, ks[i%sets], vs[i%sets], m, 0.0625); err != nil {
-			b.Fatal(err)
-		}
+	for _, l := range availableLevels()[1:] {
+		b.Run(l.String(), func(b *testing.B) {
+			bk := newBackendLevel(2, l)
+			defer bk.Close()
+			out := bk.Alloc(nq, hq, d)
+			for i := 0; b.Loop(); i++ {
+				if err := bk.Attention(out, q, ks[i%sets], vs[i%sets], m, 0.0625); err != nil {
+					b.Fatal(err)
+				}
+			}
+			flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(float64(2*nk*hkv*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "KV-GB/s")
+		})
 	}
-	flops := 4.0 * float64(d) * float64(hq) * (float64(past)*float64(nq) + float64(nq*(nq+1)/2))
-	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	b.ReportMetric(float64(2*nk*hkv*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "KV-GB/s")
 }
 
 // TestExpSub checks the softmax exponentials of both forms against

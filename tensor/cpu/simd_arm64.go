@@ -278,6 +278,9 @@ func qmatSplitBF16SIMD(bits, gs int, w *byte, s, b *uint16, xq *int16, xs, dst *
 // vectorized).
 func expSubSIMD(dst, src []float32, m float32) { expSubF32(dst, src, m) }
 
+// simdAttnKernels are the attention kernels of the SIMD level here.
+func simdAttnKernels() attnKernels { return dotAttnKernels(dot2SIMD, pvSIMD, expSubSIMD) }
+
 func scores512(t *attnTile, k []float32, stride, bn int) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }

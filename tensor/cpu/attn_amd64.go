@@ -4,7 +4,8 @@ package cpu
 
 import "unsafe"
 
-// attnArgs is what the AVX-512 attention kernels (attn512_amd64.s) read.
+// attnArgs is what the attention kernels read (AVX-512: attn512_amd64.s,
+// AVX2: attn_amd64.s).
 // Offsets are fixed in the assembly; TestAttnArgsLayout keeps the two in
 // step.
 type attnArgs struct {
@@ -23,6 +24,12 @@ func attnScores4(a *attnArgs)
 //go:noescape
 func attnPV4(a *attnArgs)
 
+//go:noescape
+func attnScores4AVX(a *attnArgs)
+
+//go:noescape
+func attnPV4AVX(a *attnArgs)
+
 // attnPrefetchRows is how many key or value rows ahead the kernels
 // prefetch.
 const attnPrefetchRows = 40
@@ -38,6 +45,46 @@ func tileLaidOut(vecs *[4][]float32, s *[4][]float32, d int) bool {
 		}
 	}
 	return true
+}
+
+// simdAttnKernels are the AVX2 attention kernels.
+func simdAttnKernels() attnKernels {
+	return attnKernels{scores: scoresAVX2, pv: pvAVX2, exps: expSubSIMD}
+}
+
+// scoresAVX2 is attnKernels.scores for AVX2: full tiles with head sizes
+// that are multiples of 8 go to attnScores4AVX two keys at a time, the
+// rest to scoresDot2.
+func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
+	d := len(t.q[0])
+	n2 := bn &^ 1
+	if t.n < 4 || d%8 != 0 || n2 == 0 || !tileLaidOut(&t.q, &t.s, d) {
+		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
+		return
+	}
+	_ = k[(bn-1)*stride+d-1]
+	_, _ = t.q[3][d-1], t.s[3][bn-1]
+	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
+		stride: 4 * stride, keys: n2, d: d, pf: attnPrefetchRows * 4 * stride}
+	attnScores4AVX(&a)
+	if n2 < bn {
+		scoresDot2(dot2SIMD, t, k, stride, bn, n2)
+	}
+}
+
+// pvAVX2 is attnKernels.pv for AVX2: full tiles with head sizes that are
+// multiples of 16 go to attnPV4AVX, the rest to pvSIMD per vector.
+func pvAVX2(t *attnTile, v []float32, stride, bn int) {
+	d := len(t.acc[0])
+	if t.n < 4 || d%16 != 0 || !tileLaidOut(&t.acc, &t.s, d) {
+		pvEach(pvSIMD, t, v, stride, bn)
+		return
+	}
+	_ = v[(bn-1)*stride+d-1]
+	_, _ = t.acc[3][d-1], t.s[3][bn-1]
+	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
+		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
+	attnPV4AVX(&a)
 }
 
 // scores512 is attnKernels.scores for AVX-512: full tiles of four vectors
