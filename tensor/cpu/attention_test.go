@@ -42,6 +42,8 @@ func TestAttentionForms(t *testing.T) {
 		{"two decode rows", 900, 2, []tensor.Span{{Start: 0, Len: 902}}, 0, 4, 2, 64},
 		{"three rows, group of 2", 700, 3, []tensor.Span{{Start: 0, Len: 703}}, 0, 4, 2, 64},
 		{"decode mha", 600, 1, []tensor.Span{{Start: 0, Len: 601}}, 0, 3, 3, 32},
+		{"gemma 3 4b decode (pairs of heads)", 3000, 1, []tensor.Span{{Start: 0, Len: 3001}}, 1024, 8, 4, 256},
+		{"qwen3 decode (pairs of heads)", 777, 1, []tensor.Span{{Start: 0, Len: 778}}, 0, 4, 2, 128},
 	}
 	for _, bk := range backends(t) {
 		for _, tc := range tests {
@@ -66,22 +68,25 @@ func TestAttentionForms(t *testing.T) {
 
 // BenchmarkAttentionPrefill times a 512-row chunk of Gemma 3n E2B shape
 // (8 query heads, 2 KV heads, head size 256) after 1536 cached keys.
-func BenchmarkAttentionPrefill(b *testing.B) { benchAttention(b, 512, 1536, 1) }
+func BenchmarkAttentionPrefill(b *testing.B) { benchAttention(b, 512, 1536, 1, 8, 2, 256) }
 
 // BenchmarkAttentionDecode times one decode row of the same shape after
 // 2048 cached keys.
-func BenchmarkAttentionDecode(b *testing.B) { benchAttention(b, 1, 2048, 1) }
+func BenchmarkAttentionDecode(b *testing.B) { benchAttention(b, 1, 2048, 1, 8, 2, 256) }
 
 // BenchmarkAttentionDecodeCold is one decode step after 8192 keys, its
 // keys and values read from memory as in a forward pass: it cycles through
 // four layers' caches, 128 MiB in all.
-func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttention(b, 1, 8192, 4) }
+func BenchmarkAttentionDecodeCold(b *testing.B) { benchAttention(b, 1, 8192, 4, 8, 2, 256) }
+
+// BenchmarkAttentionDecodePairs is BenchmarkAttentionDecodeCold with two
+// query heads per KV head (Gemma 3 4B: 8 heads, 4 KV heads, head size 256).
+func BenchmarkAttentionDecodePairs(b *testing.B) { benchAttention(b, 1, 8192, 4, 8, 4, 256) }
 
 // benchAttention times Attention on 2 threads at each SIMD kernel level
-// for nq query rows after past cached keys, cycling through sets of keys
-// and values.
-func benchAttention(b *testing.B, nq, past, sets int) {
-	const hq, hkv, d = 8, 2, 256
+// for nq query rows of hq heads (hkv KV heads of size d) after past cached
+// keys, cycling through sets of keys and values.
+func benchAttention(b *testing.B, nq, past, sets, hq, hkv, d int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, err := tensor.NewMask(past, nq, []tensor.Span{{Start: 0, Len: past + nq}}, 0)
 	if err != nil {

@@ -25,6 +25,12 @@ func attnScores4(a *attnArgs)
 func attnPV4(a *attnArgs)
 
 //go:noescape
+func attnScores2(a *attnArgs)
+
+//go:noescape
+func attnPV2(a *attnArgs)
+
+//go:noescape
 func attnScores4AVX(a *attnArgs)
 
 //go:noescape
@@ -34,11 +40,11 @@ func attnPV4AVX(a *attnArgs)
 // prefetch.
 const attnPrefetchRows = 40
 
-// tileLaidOut reports whether t's four vectors (q or acc) lie d floats
-// apart and its score rows attnBlock floats apart, as the kernels read
-// them.
-func tileLaidOut(vecs *[4][]float32, s *[4][]float32, d int) bool {
-	for v := 1; v < 4; v++ {
+// tileLaidOut reports whether the first n of a tile's vectors (q or acc)
+// lie d floats apart and its score rows attnBlock floats apart, as the
+// kernels read them.
+func tileLaidOut(vecs *[4][]float32, s *[4][]float32, d, n int) bool {
+	for v := 1; v < n; v++ {
 		if unsafe.Pointer(&vecs[v][0]) != unsafe.Add(unsafe.Pointer(&vecs[0][0]), 4*v*d) ||
 			unsafe.Pointer(&s[v][0]) != unsafe.Add(unsafe.Pointer(&s[0][0]), 4*v*attnBlock) {
 			return false
@@ -58,7 +64,7 @@ func simdAttnKernels() attnKernels {
 func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 	d := len(t.q[0])
 	n2 := bn &^ 1
-	if t.n < 4 || d%8 != 0 || n2 == 0 || !tileLaidOut(&t.q, &t.s, d) {
+	if t.n < 4 || d%8 != 0 || n2 == 0 || !tileLaidOut(&t.q, &t.s, d, 4) {
 		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
 		return
 	}
@@ -76,7 +82,7 @@ func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 // multiples of 16 go to attnPV4AVX, the rest to pvSIMD per vector.
 func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 	d := len(t.acc[0])
-	if t.n < 4 || d%16 != 0 || !tileLaidOut(&t.acc, &t.s, d) {
+	if t.n < 4 || d%16 != 0 || !tileLaidOut(&t.acc, &t.s, d, 4) {
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
 	}
@@ -87,37 +93,48 @@ func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 	attnPV4AVX(&a)
 }
 
-// scores512 is attnKernels.scores for AVX-512: full tiles of four vectors
-// with head sizes that are multiples of 16 go to attnScores4 four keys at
-// a time; the rest is scoresDot2 with the AVX2 kernels.
+// scores512 is attnKernels.scores for AVX-512: tiles of four vectors go
+// to attnScores4 four keys at a time and tiles of two (two grouped heads
+// in decode) to attnScores2 eight keys at a time, for head sizes that are
+// multiples of 16; the rest is scoresDot2 with the AVX2 kernels.
 func scores512(t *attnTile, k []float32, stride, bn int) {
 	d := len(t.q[0])
-	n4 := bn &^ 3
-	if t.n < 4 || d%16 != 0 || n4 == 0 || !tileLaidOut(&t.q, &t.s, d) {
+	kern, step := attnScores4, 4
+	if t.n == 2 {
+		kern, step = attnScores2, 8
+	}
+	n := bn / step * step
+	if (t.n != 4 && t.n != 2) || d%16 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
 		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
 		return
 	}
 	_ = k[(bn-1)*stride+d-1]
-	_, _ = t.q[3][d-1], t.s[3][bn-1]
+	_, _ = t.q[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
-		stride: 4 * stride, keys: n4, d: d, pf: attnPrefetchRows * 4 * stride}
-	attnScores4(&a)
-	if n4 < bn {
-		scoresDot2(dot2SIMD, t, k, stride, bn, n4)
+		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
+	kern(&a)
+	if n < bn {
+		scoresDot2(dot2SIMD, t, k, stride, bn, n)
 	}
 }
 
-// pv512 is attnKernels.pv for AVX-512: full tiles with head sizes that
-// are multiples of 64 go to attnPV4, the rest to pvSIMD per vector.
+// pv512 is attnKernels.pv for AVX-512: tiles of four vectors with head
+// sizes that are multiples of 64 go to attnPV4, tiles of two with
+// multiples of 128 to attnPV2, the rest to pvSIMD per vector.
 func pv512(t *attnTile, v []float32, stride, bn int) {
 	d := len(t.acc[0])
-	if t.n < 4 || d%64 != 0 || !tileLaidOut(&t.acc, &t.s, d) {
+	kern := attnPV4
+	switch {
+	case t.n == 4 && d%64 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
+	case t.n == 2 && d%128 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
+		kern = attnPV2
+	default:
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
 	}
 	_ = v[(bn-1)*stride+d-1]
-	_, _ = t.acc[3][d-1], t.s[3][bn-1]
+	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
 		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	attnPV4(&a)
+	kern(&a)
 }

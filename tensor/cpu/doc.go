@@ -14,7 +14,9 @@
 //     streams its own part of the cache. On AVX-512 a tile's scores are a
 //     4 keys x 4 vectors register block (attnScores4) and its values are
 //     added with 16 register accumulators (attnPV4), both prefetching rows
-//     40 ahead into L2 (attn512_amd64.s, hand-written, checked in the
+//     40 ahead into L2; decode with two query heads per KV head (Gemma 3
+//     4B, Qwen3) has tiles of two, 8 keys x 2 vectors (attnScores2,
+//     attnPV2) (attn512_amd64.s, hand-written, checked in the
 //     emulator); AVX2 has the ymm forms, 2 keys x 4 vectors and 8
 //     accumulators (attn_amd64.s); other tiles, head sizes and levels use
 //     two vectors per key load (dot2) and pv per vector.
@@ -154,7 +156,8 @@
 //	  them into L2 (PREFETCHT1; distances of 16, 24, 40 and 64 rows: 24-28,
 //	  26-28, 27-30, 26-29). The AVX2 level (attn_amd64.s; before, it ran
 //	  the same dot2/pv code as AVX-512): prefill 127, decode 0.16 ms, cold
-//	  22 GB/s.
+//	  22 GB/s. AttentionDecodePairs (Gemma 3 4B heads, cold): dot2/pv
+//	  16-17 -> 26-28 GB/s with the two-vector tiles.
 //	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
 //	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
 //	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x

@@ -106,29 +106,32 @@ func TestEmu512Quantizer(t *testing.T) {
 }
 
 // TestEmu512Attention runs the AVX-512 attention kernels in the emulator
-// against float64 sums: scores of four query vectors against key rows
-// stride floats apart (a multiple of 4 keys), and four accumulators taking
-// value rows weighted by four score rows, at head sizes of one to four
-// chunks.
+// against float64 sums: scores of four (two) query vectors against key
+// rows stride floats apart (a multiple of 4 (8) keys), and four (two)
+// accumulators taking value rows weighted by their score rows, at head
+// sizes of one to four chunks.
 func TestEmu512Attention(t *testing.T) {
 	e := newEmu(t, "attn512_amd64.s")
 	rng := rand.New(rand.NewPCG(22, 22))
-	for _, c := range []struct{ d, keys, stride int }{{16, 4, 16}, {64, 12, 128}, {256, 64, 512}, {192, 9, 200}} {
-		stride, d := c.stride, c.d
+	for _, c := range []struct{ nv, d, keys, stride int }{
+		{4, 16, 4, 16}, {4, 64, 12, 128}, {4, 256, 64, 512}, {4, 192, 9, 200},
+		{2, 16, 8, 16}, {2, 128, 24, 256}, {2, 256, 64, 512}, {2, 384, 9, 400},
+	} {
+		stride, d, nv := c.stride, c.d, c.nv
 		kv := randF32(rng, (c.keys-1)*stride+d, 1)
-		q, acc := randF32(rng, 4*d, 1), randF32(rng, 4*d, 1)
-		s := make([]float32, 4*attnBlock)
+		q, acc := randF32(rng, nv*d, 1), randF32(rng, nv*d, 1)
+		s := make([]float32, nv*attnBlock)
 		args := make([]attnArgs, 1)
 		for _, b := range [][]byte{emuBytes(q), emuBytes(acc), emuBytes(s), emuBytes(kv), emuBytes(args)} {
 			e.addRegion(b)
 		}
 		frame := frameOf(uint64(uintptr(unsafe.Pointer(&args[0]))))
-		name := fmt.Sprintf("d %d keys %d stride %d", d, c.keys, stride)
-		if d%16 == 0 && c.keys%4 == 0 {
+		name := fmt.Sprintf("%d vectors, d %d keys %d stride %d", nv, d, c.keys, stride)
+		if d%16 == 0 && c.keys%(16/nv) == 0 {
 			args[0] = attnArgs{q: unsafe.Pointer(&q[0]), s: unsafe.Pointer(&s[0]), kv: unsafe.Pointer(&kv[0]),
 				stride: 4 * stride, keys: c.keys, d: d, pf: 4 * stride}
-			e.call("attnScores4", frame)
-			for v := range 4 {
+			e.call(fmt.Sprintf("attnScores%d", nv), frame)
+			for v := range nv {
 				for j := range c.keys {
 					var want, mag float64
 					for i := range d {
@@ -141,9 +144,9 @@ func TestEmu512Attention(t *testing.T) {
 				}
 			}
 		}
-		if d%64 == 0 {
-			want := make([]float64, 4*d)
-			for v := range 4 {
+		if d%(256/nv) == 0 {
+			want := make([]float64, nv*d)
+			for v := range nv {
 				for j := range c.keys {
 					s[v*attnBlock+j] = rng.Float32()
 				}
@@ -157,7 +160,7 @@ func TestEmu512Attention(t *testing.T) {
 			}
 			args[0] = attnArgs{q: unsafe.Pointer(&acc[0]), s: unsafe.Pointer(&s[0]), kv: unsafe.Pointer(&kv[0]),
 				stride: 4 * stride, keys: c.keys, d: d, pf: 4 * stride}
-			e.call("attnPV4", frame)
+			e.call(fmt.Sprintf("attnPV%d", nv), frame)
 			for i, w := range want {
 				if math.Abs(float64(acc[i])-w) > 1e-5*(1+math.Abs(w)) {
 					t.Fatalf("%s: accumulator %d[%d] = %g, want %g", name, i/d, i%d, acc[i], w)
