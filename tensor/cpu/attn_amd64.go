@@ -36,6 +36,12 @@ func attnScores4AVX(a *attnArgs)
 //go:noescape
 func attnPV4AVX(a *attnArgs)
 
+//go:noescape
+func attnScores2AVX(a *attnArgs)
+
+//go:noescape
+func attnPV2AVX(a *attnArgs)
+
 // attnPrefetchRows is how many key or value rows ahead the kernels
 // prefetch.
 const attnPrefetchRows = 40
@@ -58,39 +64,50 @@ func simdAttnKernels() attnKernels {
 	return attnKernels{scores: scoresAVX2, pv: pvAVX2, exps: expSubSIMD}
 }
 
-// scoresAVX2 is attnKernels.scores for AVX2: full tiles with head sizes
-// that are multiples of 8 go to attnScores4AVX two keys at a time, the
-// rest to scoresDot2.
+// scoresAVX2 is attnKernels.scores for AVX2: tiles of four vectors go to
+// attnScores4AVX two keys at a time and tiles of two to attnScores2AVX
+// four keys at a time, for head sizes that are multiples of 8; the rest
+// is scoresDot2.
 func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 	d := len(t.q[0])
-	n2 := bn &^ 1
-	if t.n < 4 || d%8 != 0 || n2 == 0 || !tileLaidOut(&t.q, &t.s, d, 4) {
+	kern, step := attnScores4AVX, 2
+	if t.n == 2 {
+		kern, step = attnScores2AVX, 4
+	}
+	n := bn / step * step
+	if (t.n != 4 && t.n != 2) || d%8 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
 		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
 		return
 	}
 	_ = k[(bn-1)*stride+d-1]
-	_, _ = t.q[3][d-1], t.s[3][bn-1]
+	_, _ = t.q[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
-		stride: 4 * stride, keys: n2, d: d, pf: attnPrefetchRows * 4 * stride}
-	attnScores4AVX(&a)
-	if n2 < bn {
-		scoresDot2(dot2SIMD, t, k, stride, bn, n2)
+		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
+	kern(&a)
+	if n < bn {
+		scoresDot2(dot2SIMD, t, k, stride, bn, n)
 	}
 }
 
-// pvAVX2 is attnKernels.pv for AVX2: full tiles with head sizes that are
-// multiples of 16 go to attnPV4AVX, the rest to pvSIMD per vector.
+// pvAVX2 is attnKernels.pv for AVX2: tiles of four vectors with head
+// sizes that are multiples of 16 go to attnPV4AVX, tiles of two with
+// multiples of 32 to attnPV2AVX, the rest to pvSIMD per vector.
 func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 	d := len(t.acc[0])
-	if t.n < 4 || d%16 != 0 || !tileLaidOut(&t.acc, &t.s, d, 4) {
+	kern := attnPV4AVX
+	switch {
+	case t.n == 4 && d%16 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
+	case t.n == 2 && d%32 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
+		kern = attnPV2AVX
+	default:
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
 	}
 	_ = v[(bn-1)*stride+d-1]
-	_, _ = t.acc[3][d-1], t.s[3][bn-1]
+	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
 		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	attnPV4AVX(&a)
+	kern(&a)
 }
 
 // scores512 is attnKernels.scores for AVX-512: tiles of four vectors go

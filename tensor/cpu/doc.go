@@ -17,8 +17,8 @@
 //     40 ahead into L2; decode with two query heads per KV head (Gemma 3
 //     4B, Qwen3) has tiles of two, 8 keys x 2 vectors (attnScores2,
 //     attnPV2) (attn512_amd64.s, hand-written, checked in the
-//     emulator); AVX2 has the ymm forms, 2 keys x 4 vectors and 8
-//     accumulators (attn_amd64.s); other tiles, head sizes and levels use
+//     emulator); AVX2 has the ymm forms, 2 keys x 4 vectors (4 x 2 for
+//     pairs) and 8 accumulators (attn_amd64.s); other tiles, head sizes and levels use
 //     two vectors per key load (dot2) and pv per vector.
 //   - pool.go: the worker pool each Backend owns (no package-level state).
 //     Ops split their rows over the caller and whichever helpers are free;
@@ -157,7 +157,7 @@
 //	  26-28, 27-30, 26-29). The AVX2 level (attn_amd64.s; before, it ran
 //	  the same dot2/pv code as AVX-512): prefill 127, decode 0.16 ms, cold
 //	  22 GB/s. AttentionDecodePairs (Gemma 3 4B heads, cold): dot2/pv
-//	  16-17 -> 26-28 GB/s with the two-vector tiles.
+//	  16-17 -> 26-28 GB/s with the two-vector tiles; AVX2 level 18 -> 28-31.
 //	go test -bench 'QuantMatVec/q4': 2048x8192 18.9-21.5 GB/s on 1 core,
 //	  28.2-33.7 on 2; 8192x2048 11.3 -> 17.8-19.6 on 1 core and 20.5 ->
 //	  27.4-30.8 on 2 after weights are prefetched into L2 only for wide x
