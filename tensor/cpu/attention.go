@@ -206,7 +206,6 @@ func (c *attnCall) run(job int, scratch []float32, vis []int8) {
 		kh, i := slot/nvh, slot%nvh
 		return r0 + i/group, kh*group + i%group
 	}
-	negInf := float32(math.Inf(-1))
 	for slot := range nv {
 		row, h := head(slot)
 		src := c.qs[(row*hq+h)*d:][:d]
@@ -214,37 +213,15 @@ func (c *attnCall) run(job int, scratch []float32, vis []int8) {
 		for i, x := range src {
 			dst[i] = c.scale * x
 		}
-		ms[slot], ls[slot] = negInf, 0
+		ms[slot], ls[slot] = float32(math.Inf(-1)), 0
 	}
 	clear(acc)
 	stride := hkv * d
-	qstart, window := c.mask.QueryStart+r0, c.mask.Window
-	allowed := func(r, kp int) bool {
-		q := qstart + r
-		return kp <= q && (window == 0 || q-kp < window)
-	}
 	var t attnTile
 	for j0 := k0; j0 < k1; j0 += attnBlock {
 		bn := min(attnBlock, k1-j0)
 		kpos := c.keyPos[j0 : j0+bn]
-		kmin, kmax := kpos[0], kpos[0]
-		for _, kp := range kpos[1:] {
-			kmin, kmax = min(kmin, kp), max(kmax, kp)
-		}
-		any := false
-		for r := range rows {
-			q := qstart + r
-			switch {
-			case kmax <= q && (window == 0 || q-kmin < window):
-				vis[r] = visAll
-			case kmin > q || (window > 0 && q-kmax >= window):
-				vis[r] = visNone
-			default:
-				vis[r] = visSome
-			}
-			any = any || vis[r] != visNone
-		}
-		if !any {
+		if !c.visibility(vis[:rows], kpos, r0) {
 			continue
 		}
 		for kh := range hkv {
@@ -260,50 +237,7 @@ func (c *attnCall) run(job int, scratch []float32, vis []int8) {
 				for i := range t.n {
 					slot := s0 + i
 					r := (slot % nvh) / group
-					s := t.s[i][:bn]
-					switch vis[r] {
-					case visNone:
-						clear(s)
-						continue
-					case visSome:
-						for jj, kp := range kpos {
-							if !allowed(r, kp) {
-								s[jj] = negInf
-							}
-						}
-					}
-					bm := negInf
-					for _, x := range s {
-						bm = max(bm, x)
-					}
-					if bm == negInf {
-						clear(s)
-						continue
-					}
-					if bm > ms[slot] {
-						if ls[slot] != 0 {
-							f := expf(ms[slot] - bm)
-							ls[slot] *= f
-							a := acc[slot*d:][:d]
-							for x := range a {
-								a[x] *= f
-							}
-						}
-						ms[slot] = bm
-					}
-					c.kern.exps(s, s, ms[slot])
-					if vis[r] == visSome {
-						for jj, kp := range kpos {
-							if !allowed(r, kp) {
-								s[jj] = 0
-							}
-						}
-					}
-					var sum float32
-					for _, p := range s {
-						sum += p
-					}
-					ls[slot] += sum
+					c.weigh(t.s[i][:bn], vis[r], kpos, c.mask.QueryStart+r0+r, &ms[slot], &ls[slot], t.acc[i])
 				}
 				c.kern.pv(&t, vb, stride, bn)
 			}
@@ -329,6 +263,81 @@ func (c *attnCall) run(job int, scratch []float32, vis []int8) {
 			o[x] = a[x] * inv
 		}
 	}
+}
+
+// visibility sets vis[r] to whether query row r0+r sees all, none or
+// some of the keys at positions kpos, and reports whether any row sees
+// one.
+func (c *attnCall) visibility(vis []int8, kpos []int, r0 int) bool {
+	kmin, kmax := kpos[0], kpos[0]
+	for _, kp := range kpos[1:] {
+		kmin, kmax = min(kmin, kp), max(kmax, kp)
+	}
+	window, any := c.mask.Window, false
+	for r := range vis {
+		q := c.mask.QueryStart + r0 + r
+		switch {
+		case kmax <= q && (window == 0 || q-kmin < window):
+			vis[r] = visAll
+		case kmin > q || (window > 0 && q-kmax >= window):
+			vis[r] = visNone
+		default:
+			vis[r] = visSome
+		}
+		any = any || vis[r] != visNone
+	}
+	return any
+}
+
+// weigh turns one query vector's scores s of a block of keys (positions
+// kpos, seen as vis says from query position qpos) into its softmax
+// weights against the running maximum m and sum l, rescaling the
+// accumulator acc when the maximum grows. Masked keys weigh 0.
+func (c *attnCall) weigh(s []float32, vis int8, kpos []int, qpos int, m, l *float32, acc []float32) {
+	negInf := float32(math.Inf(-1))
+	masked := func(kp int) bool { return !c.mask.Allowed(qpos, kp) }
+	switch vis {
+	case visNone:
+		clear(s)
+		return
+	case visSome:
+		for jj, kp := range kpos {
+			if masked(kp) {
+				s[jj] = negInf
+			}
+		}
+	}
+	bm := negInf
+	for _, x := range s {
+		bm = max(bm, x)
+	}
+	if bm == negInf {
+		clear(s)
+		return
+	}
+	if bm > *m {
+		if *l != 0 {
+			f := expf(*m - bm)
+			*l *= f
+			for x := range acc {
+				acc[x] *= f
+			}
+		}
+		*m = bm
+	}
+	c.kern.exps(s, s, *m)
+	if vis == visSome {
+		for jj, kp := range kpos {
+			if masked(kp) {
+				s[jj] = 0
+			}
+		}
+	}
+	var sum float32
+	for _, p := range s {
+		sum += p
+	}
+	*l += sum
 }
 
 // merge combines the ranges' partial states of every (row, head) into
