@@ -1,9 +1,9 @@
-// AVX-512 attention kernels, written by hand: four query vectors of one
-// KV head against a block of keys, and their four accumulators against
-// the block's value rows. attnArgs (attn512_amd64.go) holds the operands;
-// TestAttnArgsLayout keeps its offsets and these in step. The four query
-// vectors or accumulators lie d floats apart, the four score rows
-// attnBlock (64) floats apart. Both kernels prefetch the rows pf bytes
+// AVX-512 attention kernels (straight-line code, not generated): four
+// (or two) query vectors of one KV head against a block of keys, and
+// their accumulators against the block's value rows. attnArgs
+// (attn_amd64.go) holds the operands; TestAttnArgsLayout keeps its
+// offsets and these in step. The query vectors or accumulators lie d
+// floats apart, the score rows attnBlock (64) floats apart. Both kernels prefetch the rows pf bytes
 // ahead into L2 (PREFETCHT1: into L1 they leave the line fill buffers
 // short, and a decode row reads its cache at half the speed).
 

@@ -5,16 +5,15 @@ package cpu
 import "unsafe"
 
 // attnArgs is what the attention kernels read (AVX-512: attn512_amd64.s,
-// AVX2: attn_amd64.s).
-// Offsets are fixed in the assembly; TestAttnArgsLayout keeps the two in
-// step.
+// AVX2: attn_amd64.s) for one tile of two or four query vectors. Offsets
+// are fixed in the assembly; TestAttnArgsLayout keeps the two in step.
 type attnArgs struct {
-	q      unsafe.Pointer // scores: first query vector; pv: first accumulator (the four lie d floats apart)
-	s      unsafe.Pointer // first score row (the four lie attnBlock floats apart)
+	q      unsafe.Pointer // scores: first query vector; pv: first accumulator (the tile's lie d floats apart)
+	s      unsafe.Pointer // first score row (the tile's lie attnBlock floats apart)
 	kv     unsafe.Pointer // first key (scores) or value (pv) row
 	stride int            // bytes between key or value rows
-	keys   int            // scores: a multiple of 4; pv: at least 1
-	d      int            // floats per vector: scores a multiple of 16, pv of 64
+	keys   int            // scores: a multiple of the kernel's keys per tile; pv: at least 1
+	d      int            // floats per vector: a multiple of the kernel's chunk (see each kernel)
 	pf     int            // prefetch distance, bytes
 }
 

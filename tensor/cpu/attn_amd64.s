@@ -1,4 +1,4 @@
-// AVX2 attention kernels, written by hand: the ymm forms of
+// AVX2 attention kernels (straight-line code, not generated): the ymm forms of
 // attn512_amd64.s (same attnArgs, same layouts: four query vectors or
 // accumulators d floats apart, score rows attnBlock floats apart, rows
 // prefetched pf bytes ahead into L2).
