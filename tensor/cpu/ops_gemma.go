@@ -124,24 +124,27 @@ func (b *Backend) MixStreams(dst, x, coef *tensor.Tensor) error {
 		return fmt.Errorf("cpu %s: dst must not alias x", op)
 	}
 	d, v, c := dst.F32(), x.F32(), coef.F32()
+	axpy := b.axpy()
 	b.rowSplit(n, width*(r+s), func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			for ri := 0; ri < r; ri++ {
 				out := d[(ri*n+t)*width : (ri*n+t+1)*width]
-				cs := c[t*r*s+ri*s : t*r*s+(ri+1)*s]
-				for i := range out {
-					out[i] = 0
-				}
-				for k, ck := range cs {
-					in := v[(k*n+t)*width : (k*n+t+1)*width]
-					for i, iv := range in {
-						out[i] += ck * iv
-					}
+				clear(out)
+				for k, ck := range c[t*r*s+ri*s : t*r*s+(ri+1)*s] {
+					axpy(out, v[(k*n+t)*width:(k*n+t+1)*width], ck)
 				}
 			}
 		}
 	})
 	return nil
+}
+
+// axpy returns the backend's dst += a·src kernel.
+func (b *Backend) axpy() func(dst, src []float32, a float32) {
+	if b.simd {
+		return axpySIMD
+	}
+	return axpyF32
 }
 
 // AddScaledStreams computes dst[s, t, :] = a[s, t, :] + coef[t, s] · b[t, :].
@@ -164,16 +167,15 @@ func (b *Backend) AddScaledStreams(dst, a, bt, coef *tensor.Tensor) error {
 		return err
 	}
 	d, x, y, c := dst.F32(), a.F32(), bt.F32(), coef.F32()
+	axpy := b.axpy()
 	b.rowSplit(n, width*s, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			in := y[t*width : (t+1)*width]
 			for si := 0; si < s; si++ {
-				f := c[t*s+si]
 				off := (si*n + t) * width
-				out, src := d[off:off+width], x[off:off+width]
-				for i, iv := range in {
-					out[i] = src[i] + f*iv
-				}
+				out := d[off : off+width]
+				copy(out, x[off:off+width]) // nothing to do when dst is a
+				axpy(out, in, c[t*s+si])
 			}
 		}
 	})

@@ -208,3 +208,34 @@ func TestGemmaOpErrors(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStreamOps times Gemma 3n's AltUp stream mixing at decode size
+// (4 streams of 2048, one token): MixStreams with 4x4 coefficients and
+// AddScaledStreams, on one thread of each kernel level.
+func BenchmarkStreamOps(b *testing.B) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const s, w = 4, 2048
+	for _, l := range availableLevels() {
+		be := newBackendLevel(1, l)
+		x, _ := tensor.FromF32(gemmaVals(rng, s*w), s, 1, w)
+		y, _ := tensor.FromF32(gemmaVals(rng, w), 1, w)
+		mix, _ := tensor.FromF32(gemmaVals(rng, s*s), 1, s*s)
+		scale, _ := tensor.FromF32(gemmaVals(rng, s), 1, s)
+		dst := be.Alloc(s, 1, w)
+		b.Run("mix/"+l.String(), func(b *testing.B) {
+			for b.Loop() {
+				if err := be.MixStreams(dst, x, mix); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("addscaled/"+l.String(), func(b *testing.B) {
+			for b.Loop() {
+				if err := be.AddScaledStreams(dst, x, y, scale); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		be.Close()
+	}
+}
