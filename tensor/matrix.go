@@ -30,6 +30,9 @@ func (m *Matrix) Validate(name string) error {
 		if m.W == nil || !m.W.DType.IsFloat() {
 			return fmt.Errorf("%s: dense weight must be a float tensor, got %v", name, m.W)
 		}
+		if ShapeMatches(m.W, m.W.DType, []int{m.Out, m.In}) {
+			return nil // no name+".weight" built: every product validates its matrix
+		}
 		return CheckShape(name+".weight", m.W, m.W.DType, m.Out, m.In)
 	}
 	switch m.Bits {
@@ -43,18 +46,20 @@ func (m *Matrix) Validate(name string) error {
 	if m.GroupSize <= 0 || m.In%m.GroupSize != 0 {
 		return fmt.Errorf("%s: input size %d is not a multiple of group size %d", name, m.In, m.GroupSize)
 	}
-	if err := CheckShape(name+".weight", m.W, U32, m.Out, m.In*m.Bits/32); err != nil {
-		return err
+	// Names are built only for an error: every product validates its
+	// matrix, and concatenating them each time allocated.
+	if !ShapeMatches(m.W, U32, []int{m.Out, m.In * m.Bits / 32}) {
+		return CheckShape(name+".weight", m.W, U32, m.Out, m.In*m.Bits/32)
 	}
-	for _, s := range []struct {
+	for _, s := range [...]struct {
 		what string
 		t    *Tensor
 	}{{".scales", m.Scales}, {".biases", m.Biases}} {
 		if s.t == nil || !s.t.DType.IsFloat() {
 			return fmt.Errorf("%s%s: want a float tensor, got %v", name, s.what, s.t)
 		}
-		if err := CheckShape(name+s.what, s.t, s.t.DType, m.Out, m.In/m.GroupSize); err != nil {
-			return err
+		if !ShapeMatches(s.t, s.t.DType, []int{m.Out, m.In / m.GroupSize}) {
+			return CheckShape(name+s.what, s.t, s.t.DType, m.Out, m.In/m.GroupSize)
 		}
 	}
 	return nil

@@ -188,16 +188,29 @@ func EncodeF32(dst []byte, dtype DType, src []float32) error {
 // CheckShape returns an error naming what unless t has exactly the given
 // dtype and shape. A negative entry in shape matches any size.
 func CheckShape(what string, t *Tensor, dtype DType, shape ...int) error {
-	if t == nil {
-		return fmt.Errorf("%s: missing tensor, want %s%v", what, dtype, shape)
+	if ShapeMatches(t, dtype, shape) {
+		return nil
 	}
-	if t.DType != dtype || len(t.Shape) != len(shape) {
-		return fmt.Errorf("%s: got %s, want %s%v", what, t, dtype, shape)
+	// A copy for the message: were shape itself handed to fmt, every call
+	// (the checks run for every op) would allocate it.
+	want := append([]int(nil), shape...)
+	if t == nil {
+		return fmt.Errorf("%s: missing tensor, want %s%v", what, dtype, want)
+	}
+	return fmt.Errorf("%s: got %s, want %s%v", what, t, dtype, want)
+}
+
+// ShapeMatches reports whether CheckShape would accept t: it is not nil,
+// has dtype and shape's rank, and every non-negative entry of shape
+// equals t's size on that axis.
+func ShapeMatches(t *Tensor, dtype DType, shape []int) bool {
+	if t == nil || t.DType != dtype || len(t.Shape) != len(shape) {
+		return false
 	}
 	for i, d := range shape {
 		if d >= 0 && t.Shape[i] != d {
-			return fmt.Errorf("%s: got %s, want %s%v", what, t, dtype, shape)
+			return false
 		}
 	}
-	return nil
+	return true
 }

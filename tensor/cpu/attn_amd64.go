@@ -69,9 +69,9 @@ func simdAttnKernels() attnKernels {
 // is scoresDot2.
 func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 	d := len(t.q[0])
-	kern, step := attnScores4AVX, 2
+	step := 2
 	if t.n == 2 {
-		kern, step = attnScores2AVX, 4
+		step = 4
 	}
 	n := bn / step * step
 	if (t.n != 4 && t.n != 2) || d%8 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
@@ -82,7 +82,13 @@ func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 	_, _ = t.q[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
 		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
-	kern(&a)
+	// Direct calls: through a function value a would escape (an
+	// allocation per call).
+	if t.n == 2 {
+		attnScores2AVX(&a)
+	} else {
+		attnScores4AVX(&a)
+	}
 	if n < bn {
 		scoresDot2(dot2SIMD, t, k, stride, bn, n)
 	}
@@ -93,11 +99,9 @@ func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 // multiples of 32 to attnPV2AVX, the rest to pvSIMD per vector.
 func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 	d := len(t.acc[0])
-	kern := attnPV4AVX
 	switch {
 	case t.n == 4 && d%16 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
 	case t.n == 2 && d%32 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
-		kern = attnPV2AVX
 	default:
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
@@ -106,7 +110,11 @@ func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
 		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	kern(&a)
+	if t.n == 2 {
+		attnPV2AVX(&a)
+	} else {
+		attnPV4AVX(&a)
+	}
 }
 
 // scores512 is attnKernels.scores for AVX-512: tiles of four vectors go
@@ -115,9 +123,9 @@ func pvAVX2(t *attnTile, v []float32, stride, bn int) {
 // multiples of 16; the rest is scoresDot2 with the AVX2 kernels.
 func scores512(t *attnTile, k []float32, stride, bn int) {
 	d := len(t.q[0])
-	kern, step := attnScores4, 4
+	step := 4
 	if t.n == 2 {
-		kern, step = attnScores2, 8
+		step = 8
 	}
 	n := bn / step * step
 	if (t.n != 4 && t.n != 2) || d%16 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
@@ -128,7 +136,11 @@ func scores512(t *attnTile, k []float32, stride, bn int) {
 	_, _ = t.q[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
 		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
-	kern(&a)
+	if t.n == 2 {
+		attnScores2(&a)
+	} else {
+		attnScores4(&a)
+	}
 	if n < bn {
 		scoresDot2(dot2SIMD, t, k, stride, bn, n)
 	}
@@ -139,11 +151,9 @@ func scores512(t *attnTile, k []float32, stride, bn int) {
 // multiples of 128 to attnPV2, the rest to pvSIMD per vector.
 func pv512(t *attnTile, v []float32, stride, bn int) {
 	d := len(t.acc[0])
-	kern := attnPV4
 	switch {
 	case t.n == 4 && d%64 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
 	case t.n == 2 && d%128 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
-		kern = attnPV2
 	default:
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
@@ -152,5 +162,9 @@ func pv512(t *attnTile, v []float32, stride, bn int) {
 	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
 		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	kern(&a)
+	if t.n == 2 {
+		attnPV2(&a)
+	} else {
+		attnPV4(&a)
+	}
 }

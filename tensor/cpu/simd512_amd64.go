@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -113,24 +114,32 @@ func xzQuantize512(xq []byte, sxs []float32, x []float32, gs, bits int) {
 	xzQuantizeFrom(xq, sxs, x, gs, bits, blocks*128/gs)
 }
 
-// qzKernel returns the AVX-512 decode kernel for bits and group size gs,
-// or nil when there is none.
-func qzKernel(bits, gs int) func(*qzArgs) {
+// qzSupported reports whether there is a decode kernel for bits and group
+// size gs.
+func qzSupported(bits, gs int) bool {
+	return (bits == 4 || bits == 8) && (gs == 32 || gs == 64 || gs == 128)
+}
+
+// runQz runs the decode kernel for bits and group size gs on a. It calls
+// the kernels directly, not through a function value: through
+// one, a would escape and every call would allocate it.
+func runQz(bits, gs int, a *qzArgs) {
 	switch {
 	case bits == 4 && gs == 32:
-		return qz4g32
+		qz4g32(a)
 	case bits == 4 && gs == 64:
-		return qz4g64
+		qz4g64(a)
 	case bits == 4 && gs == 128:
-		return qz4g128
+		qz4g128(a)
 	case bits == 8 && gs == 32:
-		return qz8g32
+		qz8g32(a)
 	case bits == 8 && gs == 64:
-		return qz8g64
+		qz8g64(a)
 	case bits == 8 && gs == 128:
-		return qz8g128
+		qz8g128(a)
+	default:
+		panic(fmt.Sprintf("cpu: no AVX-512 decode kernel for %d bits, group size %d", bits, gs))
 	}
-	return nil
 }
 
 // scaleFormat is the kernels' code for the scales' dtype, or -1.
@@ -151,7 +160,7 @@ func scaleFormat(w *tensor.Matrix) int {
 
 // canAVX512 reports whether matvec512 handles w.
 func canAVX512(w *tensor.Matrix) bool {
-	return qzKernel(w.Bits, w.GroupSize) != nil && scaleFormat(w) >= 0
+	return qzSupported(w.Bits, w.GroupSize) && scaleFormat(w) >= 0
 }
 
 // qzPrepare splits one row x into the block layout (xzQuantize512) in
@@ -178,12 +187,11 @@ func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	a, release := b.qzPrepare(x, w)
 	defer release()
-	kern := qzKernel(w.Bits, w.GroupSize)
 	b.pool.splitParts(w.Out, 16, 4*b.threads, func(lo, hi int) {
 		cBuf := b.getBuf(qzScratchLen(a))
 		defer b.putBuf(cBuf)
 		t := qzRange(a, w, lo, hi, *cBuf, dst)
-		kern(&t)
+		runQz(w.Bits, w.GroupSize, &t)
 	})
 }
 
@@ -196,7 +204,6 @@ func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32) {
 	a, release := b.qzPrepare(x, w)
 	defer release()
-	kern := qzKernel(w.Bits, w.GroupSize)
 	ws, ss := a.wstride, a.sstride
 	b.pool.splitParts(len(rows), 16, 4*b.threads, func(lo, hi int) {
 		cBuf := b.getBuf(qzScratchLen(a))
@@ -226,7 +233,7 @@ func (b *Backend) matvecRows512(dst, x []float32, w *tensor.Matrix, rows []int32
 			u := t
 			u.rows = c1 - c0
 			u.dst = unsafe.Pointer(&dst[c0])
-			kern(&u)
+			runQz(w.Bits, w.GroupSize, &u)
 		}
 	})
 }
