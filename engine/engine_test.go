@@ -595,7 +595,12 @@ func TestCancel(t *testing.T) {
 		mustDone(t, after)
 	})
 	t.Run("mid-decode", func(t *testing.T) {
-		e, _ := newTiny(t, Settings{MaxTokens: 400, NoLoopDetect: true})
+		e, wm := newTiny(t, Settings{MaxTokens: 400, NoLoopDetect: true})
+		// A step slower than reading an event: the tiny model decodes a
+		// token in well under a millisecond, and the buffered events let
+		// it run many tokens ahead of this reader before the Cancel is
+		// sent (12 tokens seen once attention got faster).
+		wm.delay = time.Millisecond
 		var id RequestID
 		tokens := 0
 		id = e.Submit(Generate{Conversation: []Message{user("tell me a story")}})
