@@ -4,8 +4,10 @@ package cpu
 
 import "unsafe"
 
+//go:generate go run gen_attn.go
+
 // attnArgs is what the attention kernels read (AVX-512: attn512_amd64.s,
-// AVX2: attn_amd64.s) for one tile of two or four query vectors. Offsets
+// AVX2: attn_amd64.s, both written by gen_attn.go) for one tile of two or four query vectors. Offsets
 // are fixed in the assembly; TestAttnArgsLayout keeps the two in step.
 type attnArgs struct {
 	q      unsafe.Pointer // scores: first query vector; pv: first accumulator (the tile's lie d floats apart)
@@ -63,18 +65,30 @@ func simdAttnKernels() attnKernels {
 	return attnKernels{scores: scoresAVX2, pv: pvAVX2, exps: expSubSIMD}
 }
 
-// scoresAVX2 is attnKernels.scores for AVX2: tiles of four vectors go to
-// attnScores4AVX two keys at a time and tiles of two to attnScores2AVX
-// four keys at a time, for head sizes that are multiples of 8; the rest
-// is scoresDot2.
-func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
+// scores512 and scoresAVX2 are attnKernels.scores for AVX-512 and AVX2.
+func scores512(t *attnTile, k []float32, stride, bn int)  { scoresTiled(t, k, stride, bn, true) }
+func scoresAVX2(t *attnTile, k []float32, stride, bn int) { scoresTiled(t, k, stride, bn, false) }
+
+// pv512 and pvAVX2 are attnKernels.pv for AVX-512 and AVX2.
+func pv512(t *attnTile, v []float32, stride, bn int)  { pvTiled(t, v, stride, bn, true) }
+func pvAVX2(t *attnTile, v []float32, stride, bn int) { pvTiled(t, v, stride, bn, false) }
+
+// scoresTiled runs the generated scores kernels of AVX-512 (wide) or AVX2
+// (gen_attn.go) on tiles of four or two vectors whose head size is a
+// multiple of a register (16 or 8 floats), over as many keys as fill
+// whole kernel tiles (4 or 2 keys for four vectors, twice that for two);
+// the other keys and tiles go to scoresDot2 with the AVX2 kernels.
+func scoresTiled(t *attnTile, k []float32, stride, bn int, wide bool) {
 	d := len(t.q[0])
-	step := 2
+	lanes, step := 8, 2
+	if wide {
+		lanes, step = 16, 4
+	}
 	if t.n == 2 {
-		step = 4
+		step *= 2
 	}
 	n := bn / step * step
-	if (t.n != 4 && t.n != 2) || d%8 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
+	if (t.n != 4 && t.n != 2) || d%lanes != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
 		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
 		return
 	}
@@ -84,77 +98,35 @@ func scoresAVX2(t *attnTile, k []float32, stride, bn int) {
 		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
 	// Direct calls: through a function value a would escape (an
 	// allocation per call).
-	if t.n == 2 {
-		attnScores2AVX(&a)
-	} else {
-		attnScores4AVX(&a)
-	}
-	if n < bn {
-		scoresDot2(dot2SIMD, t, k, stride, bn, n)
-	}
-}
-
-// pvAVX2 is attnKernels.pv for AVX2: tiles of four vectors with head
-// sizes that are multiples of 16 go to attnPV4AVX, tiles of two with
-// multiples of 32 to attnPV2AVX, the rest to pvSIMD per vector.
-func pvAVX2(t *attnTile, v []float32, stride, bn int) {
-	d := len(t.acc[0])
 	switch {
-	case t.n == 4 && d%16 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
-	case t.n == 2 && d%32 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
-	default:
-		pvEach(pvSIMD, t, v, stride, bn)
-		return
-	}
-	_ = v[(bn-1)*stride+d-1]
-	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
-	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
-		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	if t.n == 2 {
-		attnPV2AVX(&a)
-	} else {
-		attnPV4AVX(&a)
-	}
-}
-
-// scores512 is attnKernels.scores for AVX-512: tiles of four vectors go
-// to attnScores4 four keys at a time and tiles of two (two grouped heads
-// in decode) to attnScores2 eight keys at a time, for head sizes that are
-// multiples of 16; the rest is scoresDot2 with the AVX2 kernels.
-func scores512(t *attnTile, k []float32, stride, bn int) {
-	d := len(t.q[0])
-	step := 4
-	if t.n == 2 {
-		step = 8
-	}
-	n := bn / step * step
-	if (t.n != 4 && t.n != 2) || d%16 != 0 || n == 0 || !tileLaidOut(&t.q, &t.s, d, t.n) {
-		scoresDot2(dot2SIMD, t, k, stride, bn, 0)
-		return
-	}
-	_ = k[(bn-1)*stride+d-1]
-	_, _ = t.q[t.n-1][d-1], t.s[t.n-1][bn-1]
-	a := attnArgs{q: unsafe.Pointer(&t.q[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&k[0]),
-		stride: 4 * stride, keys: n, d: d, pf: attnPrefetchRows * 4 * stride}
-	if t.n == 2 {
-		attnScores2(&a)
-	} else {
+	case wide && t.n == 4:
 		attnScores4(&a)
+	case wide:
+		attnScores2(&a)
+	case t.n == 4:
+		attnScores4AVX(&a)
+	default:
+		attnScores2AVX(&a)
 	}
 	if n < bn {
 		scoresDot2(dot2SIMD, t, k, stride, bn, n)
 	}
 }
 
-// pv512 is attnKernels.pv for AVX-512: tiles of four vectors with head
-// sizes that are multiples of 64 go to attnPV4, tiles of two with
-// multiples of 128 to attnPV2, the rest to pvSIMD per vector.
-func pv512(t *attnTile, v []float32, stride, bn int) {
+// pvTiled runs the generated pv kernels of AVX-512 (wide) or AVX2 on
+// tiles of four or two vectors whose head size is a multiple of the
+// kernel's chunk (64 or 16 floats for four vectors, twice that for two);
+// the other tiles go to pvSIMD per vector.
+func pvTiled(t *attnTile, v []float32, stride, bn int, wide bool) {
 	d := len(t.acc[0])
-	switch {
-	case t.n == 4 && d%64 == 0 && tileLaidOut(&t.acc, &t.s, d, 4):
-	case t.n == 2 && d%128 == 0 && tileLaidOut(&t.acc, &t.s, d, 2):
-	default:
+	chunk := 16
+	if wide {
+		chunk = 64
+	}
+	if t.n == 2 {
+		chunk *= 2
+	}
+	if (t.n != 4 && t.n != 2) || d%chunk != 0 || !tileLaidOut(&t.acc, &t.s, d, t.n) {
 		pvEach(pvSIMD, t, v, stride, bn)
 		return
 	}
@@ -162,9 +134,14 @@ func pv512(t *attnTile, v []float32, stride, bn int) {
 	_, _ = t.acc[t.n-1][d-1], t.s[t.n-1][bn-1]
 	a := attnArgs{q: unsafe.Pointer(&t.acc[0][0]), s: unsafe.Pointer(&t.s[0][0]), kv: unsafe.Pointer(&v[0]),
 		stride: 4 * stride, keys: bn, d: d, pf: attnPrefetchRows * 4 * stride}
-	if t.n == 2 {
-		attnPV2(&a)
-	} else {
+	switch {
+	case wide && t.n == 4:
 		attnPV4(&a)
+	case wide:
+		attnPV2(&a)
+	case t.n == 4:
+		attnPV4AVX(&a)
+	default:
+		attnPV2AVX(&a)
 	}
 }

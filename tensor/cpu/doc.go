@@ -16,11 +16,11 @@
 //     added with 16 register accumulators (attnPV4), both prefetching rows
 //     40 ahead into L2; decode with two query heads per KV head (Gemma 3
 //     4B, Qwen3) has tiles of two, 8 keys x 2 vectors (attnScores2,
-//     attnPV2). These are in attn512_amd64.s (not generated; checked in
-//     the emulator); AVX2 has the ymm forms, 2 keys x 4 vectors (4 x 2
-//     for pairs) and 8 accumulators (attn_amd64.s); other tiles, head
-//     sizes and levels use two vectors per key load (dot2) and pv per
-//     vector.
+//     attnPV2). These are in attn512_amd64.s (checked in the
+//     emulator); AVX2 has the ymm forms, 2 keys x 4 vectors (4 x 2 for
+//     pairs) and 8 accumulators (attn_amd64.s); gen_attn.go writes both
+//     files. Other tiles, head sizes and levels use two vectors per key
+//     load (dot2) and pv per vector.
 //   - pool.go: the worker pool each Backend owns (no package-level state).
 //     Ops split their rows over the caller and whichever helpers are free;
 //     a helper that is busy is never waited for. Close stops the helpers;

@@ -2,7 +2,7 @@
 
 package cpu
 
-// An interpreter for the Go assembly that gen_kernels512.go writes, so the
+// An interpreter for the Go assembly that gen_kernels512.go and gen_attn.go write, so the
 // AVX-512 kernels are checked on every amd64 machine, not only on those
 // that have AVX-512: the CPU model of the development machines changes
 // between sessions. It knows exactly the instructions the generator emits
