@@ -218,6 +218,41 @@ func TestLaunchCost(t *testing.T) {
 			}
 		})
 	}
+	// Gemma 3n's AltUp coefficients: one row of 4 values times a dense
+	// 16x4 bf16 matrix (the few-rows path of the tiled kernel).
+	coefs := newDense(r, 16, 4, tensor.BF16).m
+	mod, coef := b.Alloc(1, 4), b.Alloc(1, 16)
+	replay("dense mm 1x4 -> 16 chain", n, func() {
+		for range n {
+			if err := b.MatMul(coef, mod, coefs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	// Decode attention of one E2B layer (8 query heads on 2 KV heads of
+	// 256) after 512 and 2048 keys: attnd and attnmerge per call, each call
+	// taking the output of the one before as its query.
+	for _, nk := range []int{512, 2048} {
+		q, o := b.Alloc(1, 8, 256), b.Alloc(1, 8, 256)
+		k, v := b.Alloc(nk, 2, 256), b.Alloc(nk, 2, 256)
+		copy(k.F32(), randVals(r, nk*512, 1))
+		copy(v.F32(), randVals(r, nk*512, 1))
+		mask, err := tensor.NewMask(nk, 1, []tensor.Span{{Start: 0, Len: nk}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay(fmt.Sprintf("attention decode 8/2 heads d256 %d keys", nk), 2*(n/10), func() {
+			for i := range n / 10 {
+				src, dst := q, o
+				if i%2 == 1 {
+					src, dst = o, q
+				}
+				if err := b.Attention(dst, src, k, v, mask, 0.0625); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
 	b.SetFusion(true)
 	w := fastQuant(r, 2048, 2048, 4)
 	h := b.Alloc(1, 2048)

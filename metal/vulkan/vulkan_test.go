@@ -147,6 +147,14 @@ func TestMatMul(t *testing.T) {
 		{"q4 wide beyond one grid", 1, 270000, 32, 4, 32, tensor.BF16, true},
 		{"dense f32", 5, 30, 40, 0, 0, tensor.F32, true},
 		{"dense bf16 decode", 1, 17, 33, 0, 0, tensor.BF16, true},
+		// Up to four rows of x against a dense W are dots per output (one
+		// subgroup each): Gemma 3n's AltUp coefficients (4 inputs), a
+		// long row, several workgroups of outputs, the last row tile of a
+		// larger product.
+		{"dense bf16 altup coefficients", 1, 16, 4, 0, 0, tensor.BF16, true},
+		{"dense f32 4 rows long", 4, 70, 2100, 0, 0, tensor.F32, true},
+		{"dense f16 3 rows", 3, 130, 64, 0, 0, tensor.F16, true},
+		{"dense bf16 66 rows", 66, 20, 50, 0, 0, tensor.BF16, true},
 		{"dense f16 odd", 2, 3, 7, 0, 0, tensor.F16, false},
 	}
 	for i, c := range cases {

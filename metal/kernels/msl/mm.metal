@@ -92,24 +92,60 @@ struct B
 };
 
 static inline __attribute__((always_inline))
-void put_x(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&xs)[32][17])
-{
-    ((threadgroup float*)&xs[kk][rr >> 2u])[rr & 3u] = v;
-}
-
-static inline __attribute__((always_inline))
 float cvt16(thread const uint& bits, thread const uint& dt)
 {
-    float _36;
+    float _41;
     if (dt == 2u)
     {
-        _36 = as_type<float>(bits << uint(16));
+        _41 = as_type<float>(bits << uint(16));
     }
     else
     {
-        _36 = float2(as_type<half2>(bits)).x;
+        _41 = float2(as_type<half2>(bits)).x;
     }
-    return _36;
+    return _41;
+}
+
+static inline __attribute__((always_inline))
+void few_rows(thread const uint& n0, thread const uint& m0, thread const uint& rows, constant Params& p, const device W& v_136, thread uint& gl_SubgroupID, thread uint& gl_SubgroupInvocationID, const device X& v_250, thread uint& gl_SubgroupSize, device D& v_329, thread uint& gl_NumSubgroups)
+{
+    uint n1 = min((n0 + 64u), p.n_out);
+    uint _212 = n0 + gl_SubgroupID;
+    float _266;
+    for (uint n = _212; n < n1; n += gl_NumSubgroups)
+    {
+        for (uint i = 0u; i < rows; i++)
+        {
+            uint m = m0 + i;
+            float d = 0.0;
+            for (uint k = gl_SubgroupInvocationID; k < p.n_in; k += gl_SubgroupSize)
+            {
+                if (p.wdt == 0u)
+                {
+                    _266 = as_type<float>(v_136.w[(p.ob2 + (n * p.n_in)) + k]);
+                }
+                else
+                {
+                    uint param = (v_136.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
+                    uint param_1 = p.wdt;
+                    _266 = cvt16(param, param_1);
+                }
+                d += (v_250.x[(p.ob1 + (m * p.n_in)) + k] * _266);
+            }
+            float v = simd_sum(d);
+            bool _323 = simd_is_first();
+            if (_323)
+            {
+                v_329.dst[((p.ob5 + (m * p.ldd)) + p.out0) + n] = v;
+            }
+        }
+    }
+}
+
+static inline __attribute__((always_inline))
+void put_x(thread const uint& kk, thread const uint& rr, thread const float& v, threadgroup float4 (&xs)[32][17])
+{
+    ((threadgroup float*)&xs[kk][rr >> 2u])[rr & 3u] = v;
 }
 
 static inline __attribute__((always_inline))
@@ -119,52 +155,52 @@ void put_w(thread const uint& kk, thread const uint& rr, thread const float& v, 
 }
 
 static inline __attribute__((always_inline))
-void stage_w(thread const uint& tid, thread const uint& n0, thread const uint& k0, threadgroup float4 (&ws)[32][17], constant Params& p, const device W& v_131)
+void stage_w(thread const uint& tid, thread const uint& n0, thread const uint& k0, threadgroup float4 (&ws)[32][17], constant Params& p, const device W& v_136)
 {
-    float _118;
-    float _125;
+    float _123;
+    float _130;
     for (uint e = tid; e < 2048u; e += 256u)
     {
         uint rr = e / 32u;
         uint kk = e % 32u;
         uint n = n0 + rr;
         uint k = k0 + kk;
-        bool _109 = n < p.n_out;
-        bool _117;
-        if (_109)
+        bool _114 = n < p.n_out;
+        bool _122;
+        if (_114)
         {
-            _117 = k < p.n_in;
+            _122 = k < p.n_in;
         }
         else
         {
-            _117 = _109;
+            _122 = _114;
         }
-        if (_117)
+        if (_122)
         {
             if (p.wdt == 0u)
             {
-                _125 = as_type<float>(v_131.w[(p.ob2 + (n * p.n_in)) + k]);
+                _130 = as_type<float>(v_136.w[(p.ob2 + (n * p.n_in)) + k]);
             }
             else
             {
-                uint param = (v_131.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
+                uint param = (v_136.w[((p.ob2 + (n * p.n_in)) + k) >> uint(1)] >> ((((p.ob2 + (n * p.n_in)) + k) & 1u) << uint(4))) & 65535u;
                 uint param_1 = p.wdt;
-                _125 = cvt16(param, param_1);
+                _130 = cvt16(param, param_1);
             }
-            _118 = _125;
+            _123 = _130;
         }
         else
         {
-            _118 = 0.0;
+            _123 = 0.0;
         }
         uint param_2 = kk;
         uint param_3 = rr;
-        float param_4 = _118;
+        float param_4 = _123;
         put_w(param_2, param_3, param_4, ws);
     }
 }
 
-kernel void mm(constant Params& p [[buffer(0)]], const device X& _288 [[buffer(1)]], const device W& v_131 [[buffer(2)]], device D& _426 [[buffer(5)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void mm(constant Params& p [[buffer(0)]], const device X& v_250 [[buffer(1)]], const device W& v_136 [[buffer(2)]], device D& v_329 [[buffer(5)]], uint gl_SubgroupID [[simdgroup_index_in_threadgroup]], uint gl_SubgroupInvocationID [[thread_index_in_simdgroup]], uint gl_SubgroupSize [[thread_execution_width]], uint gl_NumSubgroups [[simdgroups_per_threadgroup]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float4 xs[32][17];
     threadgroup float4 ws[32][17];
@@ -173,12 +209,20 @@ kernel void mm(constant Params& p [[buffer(0)]], const device X& _288 [[buffer(1
     uint ty = tid / 16u;
     uint n0 = gl_WorkGroupID.x * 64u;
     uint m0 = gl_WorkGroupID.y * 64u;
+    if ((p.n_rows - m0) <= 4u)
+    {
+        uint param = n0;
+        uint param_1 = m0;
+        uint param_2 = p.n_rows - m0;
+        few_rows(param, param_1, param_2, p, v_136, gl_SubgroupID, gl_SubgroupInvocationID, v_250, gl_SubgroupSize, v_329, gl_NumSubgroups);
+        return;
+    }
     spvUnsafeArray<float4, 4> acc;
     for (uint i = 0u; i < 4u; i++)
     {
         acc[i] = float4(0.0);
     }
-    float _282;
+    float _456;
     for (uint k0 = 0u; k0 < p.n_in; k0 += 32u)
     {
         for (uint e = tid; e < 2048u; e += 256u)
@@ -187,33 +231,33 @@ kernel void mm(constant Params& p [[buffer(0)]], const device X& _288 [[buffer(1
             uint kk = e % 32u;
             uint m = m0 + rr;
             uint k = k0 + kk;
-            bool _274 = m < p.n_rows;
-            bool _281;
-            if (_274)
+            bool _448 = m < p.n_rows;
+            bool _455;
+            if (_448)
             {
-                _281 = k < p.n_in;
+                _455 = k < p.n_in;
             }
             else
             {
-                _281 = _274;
+                _455 = _448;
             }
-            if (_281)
+            if (_455)
             {
-                _282 = _288.x[(p.ob1 + (m * p.n_in)) + k];
+                _456 = v_250.x[(p.ob1 + (m * p.n_in)) + k];
             }
             else
             {
-                _282 = 0.0;
+                _456 = 0.0;
             }
-            uint param = kk;
-            uint param_1 = rr;
-            float param_2 = _282;
-            put_x(param, param_1, param_2, xs);
+            uint param_3 = kk;
+            uint param_4 = rr;
+            float param_5 = _456;
+            put_x(param_3, param_4, param_5, xs);
         }
-        uint param_3 = tid;
-        uint param_4 = n0;
-        uint param_5 = k0;
-        stage_w(param_3, param_4, param_5, ws, p, v_131);
+        uint param_6 = tid;
+        uint param_7 = n0;
+        uint param_8 = k0;
+        stage_w(param_6, param_7, param_8, ws, p, v_136);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint kk_1 = 0u; kk_1 < 32u; kk_1++)
         {
@@ -239,7 +283,7 @@ kernel void mm(constant Params& p [[buffer(0)]], const device X& _288 [[buffer(1
             if (n < p.n_out)
             {
                 float v = acc[i_1][j];
-                _426.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n] = v;
+                v_329.dst[((p.ob5 + (m_1 * p.ldd)) + p.out0) + n] = v;
             }
         }
     }

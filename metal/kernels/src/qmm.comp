@@ -1,5 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 // Tiled matrix product for prefill: dst[m, out0+n] = sum_k x[m, k] * W[n, k].
 // MODE 4 or 8: W is affine-quantized with that many bits (scales and biases
 // per group of gsize inputs); MODE 0: W is dense of dtype wdt. Each
@@ -8,6 +10,10 @@
 // (a thread reads one vec4 of each per step for 16 products). Quantized W
 // is staged a 32-bit word per thread: its 8 (or 4) codes share one group,
 // so one scale and one bias dequantize them all.
+// A dense W times at most FEW rows of x (decode: Gemma 3n's AltUp
+// coefficients, 4 inputs; the tiled loop would stage 64-row tiles of
+// zeros) is instead a dot per output: each subgroup takes outputs of the
+// workgroup's 64 in turn, its lanes striding over k, and one subgroup sum.
 // EXT (with MODE 0) builds mmx: the dense product of one row followed by
 // an epilogue of elementwise ops on each output (src/epi.glsl).
 layout(local_size_x = 256) in;
@@ -116,12 +122,46 @@ void stage_w(uint tid, uint n0, uint k0) {
 #endif
 }
 
+#if MODE == 0
+const uint FEW = 4u;
+
+// few_rows computes dst for the rows m0..m0+rows-1 (rows <= FEW) and the
+// workgroup's outputs n0..n0+BN-1 as dots, one subgroup per output.
+void few_rows(uint n0, uint m0, uint rows) {
+    uint n1 = min(n0 + BN, p.n_out);
+    for (uint n = n0 + gl_SubgroupID; n < n1; n += gl_NumSubgroups) {
+        for (uint i = 0u; i < rows; i++) {
+            uint m = m0 + i;
+            float d = 0.0;
+            for (uint k = gl_SubgroupInvocationID; k < p.n_in; k += gl_SubgroupSize) {
+                d += x[p.ob1 + m * p.n_in + k] * LOADF(w, p.ob2 + n * p.n_in + k, p.wdt);
+            }
+            float v = subgroupAdd(d);
+            if (subgroupElect()) {
+#ifdef EXT
+                v = epi_run(v, n);
+#endif
+                dst[p.ob5 + m * p.ldd + p.out0 + n] = v;
+            }
+        }
+    }
+}
+#endif
+
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint tx = tid % 16u;
     uint ty = tid / 16u;
     uint n0 = gl_WorkGroupID.x * BN;
     uint m0 = gl_WorkGroupID.y * BM;
+#if MODE == 0
+    // Uniform across the workgroup, so the tiled path's barriers below
+    // stay in uniform control flow.
+    if (p.n_rows - m0 <= FEW) {
+        few_rows(n0, m0, p.n_rows - m0);
+        return;
+    }
+#endif
 
     // acc[i] holds row m0 + 4ty + i, columns n0 + 4tx .. +3.
     vec4 acc[4];
