@@ -60,9 +60,14 @@ func TestChains(t *testing.T) {
 	wup := newQuant(r, 8200, 4*H, 4, 64, tensor.BF16).m
 	coefs := newDense(r, 16, 4, tensor.BF16).m
 	ident := encode(tensor.F32, randVals(r, 16, 1), 1, 16)
-	vals := make([][]float32, 22)
+	// A row longer than normx's 4 values per invocation cover in one
+	// step (2048), not a multiple of its 512 invocations.
+	const NL = 2600
+	wl := encode(tensor.BF16, randVals(r, NL, 1), NL)
+	wl2 := encode(tensor.F32, randVals(r, NL, 1), NL)
+	vals := make([][]float32, 27)
 	for i := range vals {
-		vals[i] = randVals(r, 4*H, 1)
+		vals[i] = randVals(r, max(4*H, NL), 1)
 	}
 	mm := func(be streamBackend, x *tensor.Tensor, w *tensor.Matrix) *tensor.Tensor {
 		o := alloc(be, x.Rows(), w.Out)
@@ -186,6 +191,20 @@ func TestChains(t *testing.T) {
 			u := mm(be, x, wup)
 			must(t, be.Mul(gt, gt, u))
 			return []*tensor.Tensor{gt, u}
+		}},
+		{"long row: norm, residual, scale, second norm", 1, func(be streamBackend, in func(int, ...int) *tensor.Tensor) []*tensor.Tensor {
+			h, pred := in(22, 1, NL), in(23, 1, NL)
+			must(t, be.RMSNorm(h, h, wl, 1e-6))
+			must(t, be.Add(h, h, pred))
+			must(t, be.Scale(h, h, 0.7071))
+			return []*tensor.Tensor{h, norm(be, h, wl2)}
+		}},
+		{"long row: norm added into two other rows", 1, func(be streamBackend, in func(int, ...int) *tensor.Tensor) []*tensor.Tensor {
+			p, s1, s2 := in(24, 1, NL), in(25, 1, NL), in(26, 1, NL)
+			must(t, be.RMSNorm(p, p, wl2, 1e-6))
+			must(t, be.Add(s1, s1, p))
+			must(t, be.Add(s2, s2, p))
+			return []*tensor.Tensor{p, s1, s2}
 		}},
 		{"small dense product and a constant added", 1, func(be streamBackend, in func(int, ...int) *tensor.Tensor) []*tensor.Tensor {
 			mod := in(20, 1, 4)

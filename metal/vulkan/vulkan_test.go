@@ -532,6 +532,12 @@ func TestAttention(t *testing.T) {
 		{"decode 8 heads a KV head, head 256", 8, 1, 256, 700, 1, []tensor.Span{{Start: 0, Len: 701}}, 0},
 		{"decode E2B shape, window", 8, 2, 256, 530, 1, []tensor.Span{{Start: 19, Len: 512}}, 512},
 		{"decode 8 heads a KV head, head 512 (attn)", 8, 1, 512, 599, 1, []tensor.Span{{Start: 0, Len: 600}}, 0},
+		// attnd with heads of 320 (4 of them a KV head: each invocation
+		// owns three output dimensions, the parts' key slices are 80
+		// long), and a cache beyond 4096 keys: splits of two chunks, the
+		// last partly filled.
+		{"decode head 320, 4 heads a KV head", 4, 1, 320, 300, 1, []tensor.Span{{Start: 0, Len: 301}}, 0},
+		{"decode 5000 keys, sink + recent, window", 4, 2, 64, 5200, 1, []tensor.Span{{Start: 0, Len: 4}, {Start: 205, Len: 4996}}, 4500},
 		{"prefill 64 rows (attn)", 4, 2, 32, 0, 64, []tensor.Span{{Start: 0, Len: 64}}, 0},
 	}
 	for i, c := range cases {
