@@ -187,11 +187,25 @@
 // 2026-12-04, night: the tiled product (qmm.comp, prefill) stages 32
 // inputs a step as vec4s (one shared read of x and of W per 16 products
 // instead of eight) and dequantizes a word of codes per invocation with
-// one scale and bias (three global reads per weight before). Not yet
-// timed on a GPU: the device machine was not lent after it was written.
-// On lavapipe (Mesa's CPU Vulkan, 2 cores) BenchmarkPrefillMatMul with
-// MLXCHAT_PREFILL_ROWS=64 went from 2.0 to 4.5 GFLOP/s on every shape;
-// the prefill figures above are from before it.
+// one scale and bias (three global reads per weight before). Timed on the
+// H200 on 2026-12-05 against ccf9713, interleaved, three rounds:
+// BenchmarkPrefillMatMul (512 rows) 9.4-9.7 -> 12.6-13.7 TFLOP/s (4-bit
+// 2048x8192), 8.8-9.2 -> 15.4-16.4 (8192x2048), 6.1-7.1 -> 9.8-10.1
+// (8-bit 2048x2048); mlxchat bench prefill 1633 -> 2168 tok/s at 512 and
+// 1908 -> 2491 at 2048. Decode lost 4% (147.1 -> 140.8 at 512): one-row
+// dense products (mmx) took 15.8 us instead of 10.2 in the new tile.
+//
+// 2026-12-05: a dense product of at most 4 rows is a dot per output, one
+// subgroup each (qmm.comp's few_rows). Main (2e7abbe) -> f141a16 in one
+// device session, three interleaved rounds: decode 139.4 -> 153.0 tok/s
+// at 512 of context, 128.7 -> 142.0 at 2048; mmx 15.5 -> 6.1 us a launch
+// (bench --profile). Measured in that session and dropped: attnd issuing
+// all of a chunk's key, value and query loads before its first barrier
+// and normx issuing the loads of four values per invocation together
+// (decode 149.2 / 140.4 and 148.9 / 140.3; TestLaunchCost's decode
+// attention chain 18.6 -> 18.4 us a launch at 512 keys, normx 9.3 -> 9.5
+// us in the profile): neither kernel waits on memory round trips. Every
+// metal/vulkan test passed there.
 //
 // Not measured anywhere: Metal itself (no Mac here).
 //
