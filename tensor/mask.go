@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Span is a run of keys stored consecutively whose absolute positions are
 // Start, Start+1, ..., Start+Len-1.
@@ -80,13 +83,20 @@ func (m Mask) KeyLen() int {
 
 // KeyPositions expands the spans into one absolute position per key column.
 func (m Mask) KeyPositions() []int {
-	out := make([]int, 0, m.KeyLen())
+	return m.AppendKeyPositions(make([]int, 0, m.KeyLen()))
+}
+
+// AppendKeyPositions appends one absolute position per key column to dst
+// and returns the extended slice, so a backend that scores every step can
+// reuse one buffer instead of allocating KeyPositions' slice.
+func (m Mask) AppendKeyPositions(dst []int) []int {
+	dst = slices.Grow(dst, m.KeyLen())
 	for _, s := range m.Keys {
 		for i := 0; i < s.Len; i++ {
-			out = append(out, s.Start+i)
+			dst = append(dst, s.Start+i)
 		}
 	}
-	return out
+	return dst
 }
 
 // Allowed reports whether query position qpos may attend key position kpos.

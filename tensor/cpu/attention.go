@@ -38,9 +38,17 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	if nq == 0 || hq == 0 || d == 0 {
 		return nil
 	}
+	// The key positions go in a pooled buffer: a decode step calls
+	// Attention once per layer, and at 8192 keys a fresh slice was 64 KB.
+	kp, _ := b.keyPos.Get().(*[]int)
+	if kp == nil {
+		kp = new([]int)
+	}
+	*kp = mask.AppendKeyPositions((*kp)[:0])
+	defer b.keyPos.Put(kp)
 	c := attnCall{
 		out: dst.F32(), qs: q.F32(), ks: k.F32(), vs: v.F32(),
-		keyPos: mask.KeyPositions(), mask: mask, shape: shape, scale: scale,
+		keyPos: *kp, mask: mask, shape: shape, scale: scale,
 		kern: b.attnKernels(),
 	}
 	var blind atomic.Int64 // first row that saw no key, plus one

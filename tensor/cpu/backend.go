@@ -18,6 +18,7 @@ type Backend struct {
 	simd    bool      // use the AVX2/FMA/F16C kernels
 	avx512  bool      // use the AVX-512 decode kernels (implies simd)
 	bufs    sync.Pool // *[]float32 scratch, so hot ops do not feed the GC
+	keyPos  sync.Pool // *[]int: Attention's key positions, one per key column
 }
 
 var _ tensor.Backend = (*Backend)(nil)
