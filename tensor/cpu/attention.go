@@ -40,12 +40,9 @@ func (b *Backend) Attention(dst, q, k, v *tensor.Tensor, mask tensor.Mask, scale
 	}
 	// The key positions go in a pooled buffer: a decode step calls
 	// Attention once per layer, and at 8192 keys a fresh slice was 64 KB.
-	kp, _ := b.keyPos.Get().(*[]int)
-	if kp == nil {
-		kp = new([]int)
-	}
-	*kp = mask.AppendKeyPositions((*kp)[:0])
-	defer b.keyPos.Put(kp)
+	kp := b.keyPos.get(0)
+	*kp = mask.AppendKeyPositions(*kp)
+	defer b.keyPos.put(kp)
 	c := attnCall{
 		out: dst.F32(), qs: q.F32(), ks: k.F32(), vs: v.F32(),
 		keyPos: *kp, mask: mask, shape: shape, scale: scale,

@@ -15,10 +15,10 @@ import (
 type Backend struct {
 	threads int
 	pool    *pool
-	simd    bool      // use the AVX2/FMA/F16C kernels
-	avx512  bool      // use the AVX-512 decode kernels (implies simd)
-	bufs    sync.Pool // *[]float32 scratch, so hot ops do not feed the GC
-	keyPos  sync.Pool // *[]int: Attention's key positions, one per key column
+	simd    bool               // use the AVX2/FMA/F16C kernels
+	avx512  bool               // use the AVX-512 decode kernels (implies simd)
+	bufs    slicePool[float32] // scratch, so hot ops do not feed the GC
+	keyPos  slicePool[int]     // Attention's key positions, one per key column
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -156,17 +156,26 @@ func (b *Backend) elementwiseHeavy(n int, fn func(lo, hi int)) {
 	b.pool.split(n, 1<<11, fn)
 }
 
-// getBuf returns a scratch slice of n float32s with arbitrary contents;
-// hand it back with putBuf.
-func (b *Backend) getBuf(n int) *[]float32 {
-	v, _ := b.bufs.Get().(*[]float32)
+// slicePool hands out reusable slices of T.
+type slicePool[T any] struct{ p sync.Pool }
+
+// get returns a slice of n Ts with arbitrary contents; hand it back with
+// put.
+func (sp *slicePool[T]) get(n int) *[]T {
+	v, _ := sp.p.Get().(*[]T)
 	if v == nil || cap(*v) < n {
-		s := make([]float32, n)
+		s := make([]T, n)
 		return &s
 	}
 	*v = (*v)[:n]
 	return v
 }
+
+func (sp *slicePool[T]) put(v *[]T) { sp.p.Put(v) }
+
+// getBuf returns a scratch slice of n float32s with arbitrary contents;
+// hand it back with putBuf.
+func (b *Backend) getBuf(n int) *[]float32 { return b.bufs.get(n) }
 
 // getZeroBuf is getBuf with the contents cleared.
 func (b *Backend) getZeroBuf(n int) *[]float32 {
@@ -175,4 +184,4 @@ func (b *Backend) getZeroBuf(n int) *[]float32 {
 	return v
 }
 
-func (b *Backend) putBuf(v *[]float32) { b.bufs.Put(v) }
+func (b *Backend) putBuf(v *[]float32) { b.bufs.put(v) }
