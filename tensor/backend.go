@@ -96,10 +96,12 @@ type StreamOps interface {
 }
 
 // GatedOps is implemented by backends that can skip the rows of a
-// projection whose products a gate zeroes. Gemma 3n's sparse layers keep
-// about 5% of the gate's activations (GaussianTopK), so most of up_proj's
-// rows only ever meet a zero; a backend without it computes the whole
-// projection and multiplies (MatMul, Add, Mul), with the same result.
+// projection whose products a gate zeroes, and the columns of one whose
+// input is mostly zeros. Gemma 3n's sparse layers keep about 5% of the
+// gate's activations (GaussianTopK), so most of up_proj's rows only ever
+// meet a zero and most of down_proj's columns only ever meet one; a
+// backend without it computes the whole projections (MatMul, Add, Mul),
+// with the same result.
 type GatedOps interface {
 	// GatedMatMul multiplies each non-zero g[r, j] by x[r]·w[j] + bias[j]
 	// and leaves the zeros as they are: g [n, w.Out], x [n, w.In], bias
@@ -107,6 +109,12 @@ type GatedOps interface {
 	// Mul(g, g, u) wherever g is non-zero, and 0 where g is zero (also when
 	// that row's product is not finite).
 	GatedMatMul(g, x *Tensor, w *Matrix, bias *Tensor) error
+	// SparseMatMul is MatMul (dst [n, w.Out] = x·wᵀ) for an x that is
+	// mostly zeros, such as the gated activations down_proj takes in a
+	// sparse layer: a backend may read only the columns of w that a
+	// non-zero value meets. The result equals MatMul's up to the order of
+	// summation.
+	SparseMatMul(dst, x *Tensor, w *Matrix) error
 }
 
 // WeightMapper is implemented by backends that can read weights in place

@@ -79,8 +79,25 @@ func (m *MLP) Forward(be tensor.Backend, ar *Arena, out, x *tensor.Tensor) error
 	if err := m.gateUp(be, g, u, x); err != nil {
 		return err
 	}
-	if err := project(be, out, g, m.Down, m.DownBias); err != nil {
+	if err := m.down(be, out, g); err != nil {
 		return fmt.Errorf("layer %d down_proj: %w", m.Layer, err)
+	}
+	return nil
+}
+
+// down projects the gated activations h into out. In a sparse layer most
+// of h is zero, and a backend that can skip the columns of down_proj a
+// zero meets (tensor.GatedOps) reads only the others.
+func (m *MLP) down(be tensor.Backend, out, h *tensor.Tensor) error {
+	ops, ok := be.(tensor.GatedOps)
+	if !ok || !m.Sparse {
+		return project(be, out, h, m.Down, m.DownBias)
+	}
+	if err := ops.SparseMatMul(out, h, m.Down); err != nil {
+		return err
+	}
+	if m.DownBias != nil {
+		return be.Add(out, out, m.DownBias)
 	}
 	return nil
 }
@@ -105,8 +122,9 @@ func (m *MLP) gateUp(be tensor.Backend, g, u, x *tensor.Tensor) error {
 }
 
 // WeightBytes is the number of weight bytes one token reads. It counts
-// up_proj whole also in a sparse layer, where a backend with
-// tensor.GatedOps reads only the rows the gate keeps (about 5%).
+// up_proj and down_proj whole also in a sparse layer, where a backend with
+// tensor.GatedOps reads only the rows and columns the gate keeps (about
+// 5%).
 func (m *MLP) WeightBytes() int64 {
 	return int64(m.Gate.Bytes()+m.Up.Bytes()+m.Down.Bytes()) + tensorBytes(m.GateBias, m.UpBias, m.DownBias)
 }

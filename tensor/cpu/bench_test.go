@@ -229,3 +229,55 @@ func BenchmarkGatedUpProj(b *testing.B) {
 		be.Close()
 	}
 }
+
+// BenchmarkSparseDownProj is a Gemma 3n sparse layer's down_proj (8192 ->
+// 2048, 4 bits, group 64) for x rows with a share of non-zero values
+// (about 5% after the gate's top-k): "sparse" is SparseMatMul (the column
+// copy), "full" MatMul. The matrices are cycled through a set larger than
+// the caches, as in a forward pass; rows=1 is decode, rows=128 a prefill
+// chunk.
+func BenchmarkSparseDownProj(b *testing.B) {
+	const in, out = 8192, 2048
+	set := coldSet(out, in, 4, 64, 192<<20)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, th := range threadCases() {
+		be := New(th)
+		for _, w := range set { // build the column copies before timing
+			cm := be.cols.get(be, w)
+			_ = cm
+		}
+		for _, rows := range []int{1, 128} {
+			for _, kept := range []float64{0.05, 0.1, 0.15} {
+				x := tensor.New(tensor.F32, rows, in)
+				for i := range x.F32() {
+					if rng.Float64() < kept {
+						x.F32()[i] = float32(rng.NormFloat64())
+					}
+				}
+				y := tensor.New(tensor.F32, rows, out)
+				for _, mode := range []string{"full", "sparse"} {
+					if mode == "full" && kept != 0.05 {
+						continue // the whole product does not depend on x's zeros
+					}
+					b.Run(fmt.Sprintf("%s/rows=%d/kept=%g/threads=%d", mode, rows, kept, th), func(b *testing.B) {
+						i := 0
+						for b.Loop() {
+							w := set[i%len(set)]
+							i++
+							var err error
+							if mode == "sparse" {
+								err = be.SparseMatMul(y, x, w)
+							} else {
+								err = be.MatMul(y, x, w)
+							}
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			}
+		}
+		be.Close()
+	}
+}

@@ -601,3 +601,10 @@ func interleave16(panel, rows []float32, in int) {
 		d[12], d[13], d[14], d[15] = r12[k], r13[k], r14[k], r15[k]
 	}
 }
+
+// spcol4AVX512 is colBlockGo for 4-bit columns: y[0:128] from the groups
+// of one row's list, block base q, scales s and biases b of the block's
+// first output (sparse_amd64.s).
+//
+//go:noescape
+func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)

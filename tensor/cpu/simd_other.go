@@ -107,3 +107,7 @@ func scores512(t *attnTile, k []float32, stride, bn int) {
 func pv512(t *attnTile, v []float32, stride, bn int) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }
+
+func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int) {
+	panic("cpu: AVX-512 kernel called without AVX-512 support")
+}

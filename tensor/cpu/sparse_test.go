@@ -1,0 +1,119 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"mlxchat/tensor"
+)
+
+// TestSparseMatMul holds SparseMatMul to a float64 product of the
+// independently dequantized matrix (refDequant) at every kernel level, both
+// widths, every group size and scale dtype, for x rows from all zeros to
+// past sparseDensity (the whole product), 1-8 rows (blocks of one row
+// spread over workers, and whole rows per worker), and outputs that fill
+// whole 128-output blocks or end in a partial one.
+func TestSparseMatMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	sizes := []struct{ n, in, out int }{{1, 256, 300}, {2, 384, 97}, {8, 512, 256}, {5, 128, 40}, {1, 1024, 128}}
+	eachQuantCase(t, rng, []int{4, 8}, sizes, func(c quantCase) {
+		for _, density := range []float64{0, 0.05, 0.15, 0.5} {
+			x := append([]float32(nil), c.x...)
+			for i := range x {
+				if rng.Float64() >= density {
+					x[i] = 0
+				}
+			}
+			wd, terms := refDequant(t, c.m)
+			want, mag := refProduct(x, wd, terms, c.n, c.in, c.out)
+			dst := c.b.Alloc(c.n, c.out)
+			for i := range dst.F32() {
+				dst.F32()[i] = 7 // every output must be written
+			}
+			if err := c.b.SparseMatMul(dst, mustT(t, x, c.n, c.in), c.m); err != nil {
+				t.Fatal(err)
+			}
+			checkProduct(t, fmt.Sprintf("%s density %g", c, density), dst.F32(), want, mag)
+		}
+	})
+}
+
+// TestSparseColumnsKernel runs the AVX-512 column kernel and the Go one on
+// the same lists (groups with one to all of their columns, the first and
+// last columns, a row with no non-zero value) and compares them.
+func TestSparseColumnsKernel(t *testing.T) {
+	if !haveAVX512() {
+		t.Skip("no AVX-512 on this machine: the Go column kernel is the only one")
+	}
+	rng := rand.New(rand.NewPCG(43, 44))
+	const in, out, gs = 512, 384, 64
+	m, err := tensor.QuantizeAffine(randF32(rng, out*in, 0.05), out, in, 4, gs, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackendLevel(1, levelAVX512)
+	defer b.Close()
+	cm := b.buildColumns(m)
+	for _, density := range []float64{0, 0.02, 0.3, 1} {
+		x := randF32(rng, in, 1)
+		for i := range x {
+			if rng.Float64() >= density && i != 0 && i != in-1 {
+				x[i] = 0
+			}
+		}
+		l := spList{idx: make([]int32, 0, in+spIdxPad), val: make([]float32, 0, in), grp: make([]spGroup, 0, in/gs)}
+		l.build(x, gs)
+		for ob := 0; ob < cm.outPad/colBlock; ob++ {
+			var got, want [colBlock]float32
+			colBlockGo(want[:], cm, ob, &l)
+			if len(l.grp) > 0 {
+				sb := cm.blockSB(ob)
+				spcol4AVX512(&got[0], &cm.blockQ(ob)[0], uintptr(cm.blockBytes()), &sb[0], &sb[colBlock],
+					2*colBlock*4, &l.idx[0], &l.val[0], &l.grp[0], len(l.grp))
+			}
+			for r := range got {
+				d := float64(got[r] - want[r])
+				if d < 0 {
+					d = -d
+				}
+				if a := float64(want[r]); d > 1e-5*(1+max(a, -a)) {
+					t.Fatalf("density %g block %d output %d: AVX-512 %g, Go %g", density, ob, r, got[r], want[r])
+				}
+			}
+		}
+	}
+}
+
+// TestSparseColumnsReleased checks that a matrix's column copy goes away
+// once the matrix is garbage collected, so a backend that outlives a
+// model does not keep its columns.
+func TestSparseColumnsReleased(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	b := New(2)
+	defer b.Close()
+	func() {
+		m, err := tensor.QuantizeAffine(randF32(rng, 128*256, 0.05), 128, 256, 4, 64, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, 256)
+		x[3], x[100] = 1, -2
+		if err := b.SparseMatMul(b.Alloc(1, 128), mustT(t, x, 1, 256), m); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.cols.len(); n != 1 {
+			t.Fatalf("%d column copies after one sparse product, want 1", n)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.cols.len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the column copy of a collected matrix is still held")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
