@@ -144,7 +144,8 @@
 // as float32; 8 + 2 MiB for E2B's 2048x8192; kept while the matrix is
 // reachable, through a weak pointer) and sums, per group g holding
 // non-zero values, s_g·(Σ x_j·q_j) + b_g·(Σ x_j) for the block's 128
-// outputs in registers (spcol4AVX512; colBlockGo elsewhere). The values
+// outputs in registers (spcol4AVX512, 4 bits; colBlockGo at the portable
+// level; the AVX2 and NEON levels keep MatMul, which beats Go there). The values
 // are exactly MLX's affine ones; only the order of summation differs from
 // MatMul. A prefill chunk lists every row's non-zero values first and
 // gives each worker whole blocks of outputs across rows, so a block's

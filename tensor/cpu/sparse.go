@@ -202,11 +202,11 @@ func (l *spList) build(x []float32, gs int) {
 }
 
 // SparseMatMul writes dst [n, w.Out] = x·wᵀ for an x [n, w.In] that is
-// mostly zeros (tensor.GatedOps). For a 4- or 8-bit w and rows with at
-// most sparseDensity of their values non-zero it reads only the columns of
-// w those values meet, from a column copy of w made on the first call
-// (colMatrix): Σ_g s_g·(Σ_j x_j·q_j) + b_g·(Σ_j x_j) over the non-zero x_j
-// of each group, in float32. Otherwise it is MatMul.
+// mostly zeros (tensor.GatedOps). Where a column kernel pays
+// (columnKernel) and at most sparseDensity of x is non-zero it reads only
+// the columns of w those values meet, from a column copy of w made on the
+// first call (colMatrix): Σ_g s_g·(Σ_j x_j·q_j) + b_g·(Σ_j x_j) over the
+// non-zero x_j of each group, in float32. Otherwise it is MatMul.
 func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	n, err := checkMatMul("sparse matmul", "dst", dst, x, w)
 	if err != nil {
@@ -219,12 +219,26 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if !w.Quantized() {
 		return b.matmulDense(yd, xd, n, w)
 	}
-	if (w.Bits != 4 && w.Bits != 8) || !mostlyZero(xd, sparseDensity) {
+	if !b.columnKernel(w) || !mostlyZero(xd, sparseDensity) {
 		return b.matmulQuant(yd, xd, n, w)
 	}
 	cm := b.cols.get(b, w)
 	b.sparseRows(yd, xd, n, cm)
 	return nil
+}
+
+// columnKernel reports whether SparseMatMul's column path pays for w: a
+// 4- or 8-bit matrix, and either the AVX-512 kernel (4 bits) or no SIMD
+// kernels at all (the Go column kernel against the Go product). Against the
+// AVX2 and NEON products the Go column kernel loses.
+func (b *Backend) columnKernel(w *tensor.Matrix) bool {
+	switch {
+	case w.Bits != 4 && w.Bits != 8:
+		return false
+	case b.avx512:
+		return w.Bits == 4
+	}
+	return !b.simd
 }
 
 // mostlyZero reports whether at most share of x's values are non-zero.
