@@ -573,14 +573,21 @@ func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
 	}
 	w := c.window(l.spec)
 	exact := false
-	limit := 0
+	limit, headroom := 0, 0
 	if l.spec.Window == 0 {
 		exact = c.maxKV > 0 && l.st.live()+c.n == c.maxKV
 		limit = c.maxKV
+		if c.n > 1 {
+			// A prompt chunk that grows a global layer leaves a step of
+			// room, so the answer's first tokens do not move the whole
+			// cache into fresh memory (page faults and all) right after a
+			// prompt that filled it: ~0.3 s after 2048 tokens of Gemma 3n.
+			headroom = c.step
+		}
 	} else {
 		exact = l.st.m == w-1
 	}
-	l.st.prepare(c.n, exact, limit)
+	l.st.prepare(c.n, exact, limit, headroom)
 	if err := l.st.write(k, v, c.n, c.offset); err != nil {
 		return View{}, fmt.Errorf("kvcache: layer %d: %w", layerIdx, err)
 	}

@@ -572,6 +572,34 @@ func TestMemoryGrowsInStepsAndShrinks(t *testing.T) {
 	}
 }
 
+// TestPromptLeavesRoomForTheAnswer checks that a prompt whose chunks fill
+// a global layer to a step boundary leaves one step of room, so the first
+// decoded tokens do not reallocate (and copy) the layer; a capped cache
+// still ends at exactly its cap.
+func TestPromptLeavesRoomForTheAnswer(t *testing.T) {
+	specs := []LayerSpec{global(2, 8)}
+	c, _ := New(specs, Options{Step: 64})
+	feed(t, c, specs, 256, 128) // two chunks, 256 = 4 steps
+	if got := c.Stats().Layers[0].Capacity; got != 256+64 {
+		t.Fatalf("capacity %d after a 256-token prompt, want 320 (one step of room)", got)
+	}
+	for i := 0; i < 64; i++ {
+		feed(t, c, specs, 1, 1)
+		if got := c.Stats().Layers[0].Capacity; got != 320 {
+			t.Fatalf("decoded token %d: capacity %d, want 320 until the room is used", i+1, got)
+		}
+	}
+	capped, _ := New(specs, Options{Step: 64, MaxKV: 200})
+	feed(t, capped, specs, 160, 160)
+	if got := capped.Stats().Layers[0].Capacity; got != 200 {
+		t.Fatalf("capped at 200: capacity %d after a 160-token prompt, want the cap (192 + 64 room, capped)", got)
+	}
+	feed(t, capped, specs, 100, 1)
+	if got := capped.Stats().Layers[0].Capacity; got != 200 {
+		t.Fatalf("capped at 200: capacity %d after decoding past the cap, want the cap", got)
+	}
+}
+
 // TestQuantized8Memory checks that 8-bit storage holds fewer bytes.
 func TestQuantized8Memory(t *testing.T) {
 	specs := []LayerSpec{global(2, 64)}

@@ -463,13 +463,16 @@ func (st *store) positions() []tensor.Span {
 // prepare makes room for n more rows so that the store is contiguous after
 // they are written. exact asks for capacity == live+n (a full ring, so the
 // next steady-state trim-and-append cycles copy nothing); limit caps growth
-// (0 = none).
-func (st *store) prepare(n int, exact bool, limit int) {
+// (0 = none); headroom rows are added to any growth that is not exact.
+func (st *store) prepare(n int, exact bool, limit, headroom int) {
 	need := st.live() + n
 	target := st.capRows
 	switch {
 	case need > st.capRows:
 		target = roundUp(need, st.step)
+		if !exact {
+			target += headroom
+		}
 		if limit > 0 && target > limit {
 			target = max(limit, need)
 		}
