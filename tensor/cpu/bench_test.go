@@ -241,43 +241,55 @@ func BenchmarkSparseDownProj(b *testing.B) {
 	set := coldSet(out, in, 4, 64, 192<<20)
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, th := range threadCases() {
-		be := New(th)
-		for _, w := range set { // build the column copies before timing
-			cm := be.cols.get(be, w)
-			_ = cm
+		for _, level := range availableLevels() {
+			if level == levelPortable {
+				continue
+			}
+			benchSparseDownProj(b, set, rng, newBackendLevel(th, level), th)
 		}
-		for _, rows := range []int{1, 128} {
-			for _, kept := range []float64{0.05, 0.1, 0.15} {
-				x := tensor.New(tensor.F32, rows, in)
-				for i := range x.F32() {
-					if rng.Float64() < kept {
-						x.F32()[i] = float32(rng.NormFloat64())
-					}
-				}
-				y := tensor.New(tensor.F32, rows, out)
-				for _, mode := range []string{"full", "sparse"} {
-					if mode == "full" && kept != 0.05 {
-						continue // the whole product does not depend on x's zeros
-					}
-					b.Run(fmt.Sprintf("%s/rows=%d/kept=%g/threads=%d", mode, rows, kept, th), func(b *testing.B) {
-						i := 0
-						for b.Loop() {
-							w := set[i%len(set)]
-							i++
-							var err error
-							if mode == "sparse" {
-								err = be.SparseMatMul(y, x, w)
-							} else {
-								err = be.MatMul(y, x, w)
-							}
-							if err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
+	}
+}
+
+func benchSparseDownProj(b *testing.B, set []*tensor.Matrix, rng *rand.Rand, be *Backend, th int) {
+	const in, out = 8192, 2048
+	defer be.Close()
+	for _, w := range set { // build the column copies before timing
+		be.cols.get(be, w)
+	}
+	level := "avx2"
+	if be.avx512 {
+		level = "avx512"
+	}
+	for _, rows := range []int{1, 128} {
+		for _, kept := range []float64{0.05, 0.1, 0.15} {
+			x := tensor.New(tensor.F32, rows, in)
+			for i := range x.F32() {
+				if rng.Float64() < kept {
+					x.F32()[i] = float32(rng.NormFloat64())
 				}
 			}
+			y := tensor.New(tensor.F32, rows, out)
+			for _, mode := range []string{"full", "sparse"} {
+				if mode == "full" && kept != 0.05 {
+					continue // the whole product does not depend on x's zeros
+				}
+				b.Run(fmt.Sprintf("%s/%s/rows=%d/kept=%g/threads=%d", level, mode, rows, kept, th), func(b *testing.B) {
+					i := 0
+					for b.Loop() {
+						w := set[i%len(set)]
+						i++
+						var err error
+						if mode == "sparse" {
+							err = be.SparseMatMul(y, x, w)
+						} else {
+							err = be.MatMul(y, x, w)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		}
-		be.Close()
 	}
 }

@@ -144,15 +144,17 @@
 // as float32; 8 + 2 MiB for E2B's 2048x8192; kept while the matrix is
 // reachable, through a weak pointer) and sums, per group g holding
 // non-zero values, s_g·(Σ x_j·q_j) + b_g·(Σ x_j) for the block's 128
-// outputs in registers (spcol4AVX512, 4 bits; colBlockGo at the portable
-// level; the AVX2 and NEON levels keep MatMul, which beats Go there). The values
-// are exactly MLX's affine ones; only the order of summation differs from
+// outputs in registers (spcol4AVX512, 4 bits; spcol4AVX2 in two halves of
+// 64; colBlockGo at the portable level; NEON and 8 bits keep MatMul, which
+// beats Go there). The values are exactly MLX's affine ones; only the order of summation differs from
 // MatMul. A prefill chunk lists every row's non-zero values first and
 // gives each worker whole blocks of outputs across rows, so a block's
 // codes and factors stay in L2. Past sparseDensity non-zero values it is
-// MatMul. Zen 4, 2 threads (go test -bench 'SparseDownProj/.*/.*/kept=0.05/'
-// ./tensor/cpu, cold matrices): one row 309 -> 118 us, 128 rows 22.4 ->
-// 5.9 ms. With both changes, 413523a -> this, four interleaved rounds of
+// MatMul. Zen 4, 2 threads (go test -bench
+// 'SparseDownProj/.*/.*/.*/kept=0.05/threads=2' ./tensor/cpu, cold
+// matrices), whole product -> columns: AVX-512 one row 309 -> 118 us (a
+// later run 262 -> 191), 128 rows 22.4 -> 5.9 ms; the AVX2 level one row
+// 396 -> 157 us, 128 rows 24.9 -> 7.1 ms. With both changes, 413523a -> this, four interleaved rounds of
 // MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run XXX -bench
 // 'E2BDecode/ctx=32$' -benchtime 48x and -bench 'E2BPrefill$' -benchtime
 // 3x, medians: decode 22.6 -> 24.0 tok/s, prefill 47.5 -> 52.0.

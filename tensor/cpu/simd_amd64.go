@@ -374,3 +374,12 @@ func (b *Backend) matmulPanelsAVX2(dst, x []float32, n int, w *tensor.Matrix) bo
 	b.matmulPanels(dst, x, n, w, panelsAVX2)
 	return true
 }
+
+// haveColumnAVX2 reports that spcol4AVX2 exists on this architecture.
+const haveColumnAVX2 = true
+
+// spcol4AVX2 is spcol4AVX512 for 64 outputs of a block (half its codes'
+// bytes, half its factors), with ymm registers (sparse_amd64.s).
+//
+//go:noescape
+func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)

@@ -228,14 +228,15 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 }
 
 // columnKernel reports whether SparseMatMul's column path pays for w: a
-// 4- or 8-bit matrix, and either the AVX-512 kernel (4 bits) or no SIMD
-// kernels at all (the Go column kernel against the Go product). Against the
-// AVX2 and NEON products the Go column kernel loses.
+// 4- or 8-bit matrix, and either an assembly column kernel (4 bits:
+// AVX-512 or AVX2) or no SIMD kernels at all (the Go column kernel against
+// the Go product). Against the SIMD products (NEON; 8 bits) the Go column
+// kernel loses.
 func (b *Backend) columnKernel(w *tensor.Matrix) bool {
 	switch {
 	case w.Bits != 4 && w.Bits != 8:
 		return false
-	case b.avx512:
+	case b.avx512 || (b.simd && haveColumnAVX2):
 		return w.Bits == 4
 	}
 	return !b.simd
@@ -324,6 +325,13 @@ func (b *Backend) colBlockOut(y []float32, cm *colMatrix, ob int, l *spList) {
 		sb := cm.blockSB(ob)
 		spcol4AVX512(&dst[0], &cm.blockQ(ob)[0], uintptr(cm.blockBytes()), &sb[0], &sb[colBlock], 2*colBlock*4,
 			unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp))
+	case b.simd && haveColumnAVX2 && cm.bits == 4:
+		sb := cm.blockSB(ob)
+		q := cm.blockQ(ob)
+		for h := 0; h < 2; h++ {
+			spcol4AVX2(&dst[64*h], &q[32*h], uintptr(cm.blockBytes()), &sb[64*h], &sb[colBlock+64*h], 2*colBlock*4,
+				unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp))
+		}
 	default:
 		colBlockGo(dst, cm, ob, l)
 	}

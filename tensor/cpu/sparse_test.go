@@ -41,12 +41,20 @@ func TestSparseMatMul(t *testing.T) {
 	})
 }
 
-// TestSparseColumnsKernel runs the AVX-512 column kernel and the Go one on
-// the same lists (groups with one to all of their columns, the first and
-// last columns, a row with no non-zero value) and compares them.
+// TestSparseColumnsKernel runs each assembly column kernel the machine has
+// (AVX-512, AVX2) and the Go one on the same lists (groups with one to all
+// of their columns, the first and last columns, a row with no non-zero
+// value) and compares them.
 func TestSparseColumnsKernel(t *testing.T) {
-	if !haveAVX512() {
-		t.Skip("no AVX-512 on this machine: the Go column kernel is the only one")
+	var levels []kernelLevel
+	if haveColumnAVX2 && haveSIMD() {
+		levels = append(levels, levelAVX2)
+	}
+	if haveAVX512() {
+		levels = append(levels, levelAVX512)
+	}
+	if len(levels) == 0 {
+		t.Skip("no assembly column kernel on this machine: the Go one is the only one")
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
 	const in, out, gs = 512, 384, 64
@@ -54,33 +62,36 @@ func TestSparseColumnsKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBackendLevel(1, levelAVX512)
-	defer b.Close()
-	cm := b.buildColumns(m)
-	for _, density := range []float64{0, 0.02, 0.3, 1} {
-		x := randF32(rng, in, 1)
-		for i := range x {
-			if rng.Float64() >= density && i != 0 && i != in-1 {
-				x[i] = 0
-			}
-		}
-		l := spList{idx: make([]int32, 0, in+spIdxPad), val: make([]float32, 0, in), grp: make([]spGroup, 0, in/gs)}
-		l.build(x, gs)
-		for ob := 0; ob < cm.outPad/colBlock; ob++ {
-			var got, want [colBlock]float32
-			colBlockGo(want[:], cm, ob, &l)
-			if len(l.grp) > 0 {
-				sb := cm.blockSB(ob)
-				spcol4AVX512(&got[0], &cm.blockQ(ob)[0], uintptr(cm.blockBytes()), &sb[0], &sb[colBlock],
-					2*colBlock*4, &l.idx[0], &l.val[0], &l.grp[0], len(l.grp))
-			}
-			for r := range got {
-				d := float64(got[r] - want[r])
-				if d < 0 {
-					d = -d
+	for _, level := range levels {
+		b := newBackendLevel(1, level)
+		defer b.Close()
+		cm := b.buildColumns(m)
+		for _, density := range []float64{0, 0.02, 0.3, 1} {
+			x := randF32(rng, in, 1)
+			for i := range x {
+				if rng.Float64() >= density && i != 0 && i != in-1 {
+					x[i] = 0
 				}
-				if a := float64(want[r]); d > 1e-5*(1+max(a, -a)) {
-					t.Fatalf("density %g block %d output %d: AVX-512 %g, Go %g", density, ob, r, got[r], want[r])
+			}
+			l := spList{idx: make([]int32, 0, in+spIdxPad), val: make([]float32, 0, in), grp: make([]spGroup, 0, in/gs)}
+			l.build(x, gs)
+			for ob := 0; ob < cm.outPad/colBlock; ob++ {
+				var want [colBlock]float32
+				colBlockGo(want[:], cm, ob, &l)
+				y := make([]float32, out)
+				for i := range y {
+					y[i] = 7 // every output of the block must be written
+				}
+				b.colBlockOut(y, cm, ob, &l)
+				got := y[ob*colBlock : (ob+1)*colBlock]
+				for r := range got {
+					d := float64(got[r] - want[r])
+					if d < 0 {
+						d = -d
+					}
+					if a := float64(want[r]); d > 1e-5*(1+max(a, -a)) {
+						t.Fatalf("%s, density %g block %d output %d: %g, Go %g", level, density, ob, r, got[r], want[r])
+					}
 				}
 			}
 		}
