@@ -105,3 +105,40 @@ func TestViews(t *testing.T) {
 		t.Error("view does not share memory")
 	}
 }
+
+// TestGatedWeightBytes checks what a sparse MLP reads per token on a
+// backend that skips the gate's zeros: gate_proj whole, the kept share of
+// up_proj, the kept share of down_proj's codes and all its factors; a
+// dense MLP reads everything either way.
+func TestGatedWeightBytes(t *testing.T) {
+	quant := func(out, in int) *tensor.Matrix {
+		m, err := tensor.QuantizeAffine(make([]float32, out*in), out, in, 4, 64, tensor.BF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	const hidden, inter = 128, 512
+	gate, up, down := quant(inter, hidden), quant(inter, hidden), quant(hidden, inter)
+	codes := func(m *tensor.Matrix) float64 { return float64(len(m.W.Data)) }
+	factors := func(m *tensor.Matrix) float64 { return float64(len(m.Scales.Data) + len(m.Biases.Data)) }
+	whole := int64(gate.Bytes() + up.Bytes() + down.Bytes())
+	for _, c := range []struct {
+		name   string
+		sparse bool
+		keep   float64
+		want   int64
+	}{
+		{"dense", false, 0.05, whole},
+		{"sparse keeps 5%", true, 0.05, int64(gate.Bytes()) + int64(float64(up.Bytes())*0.05) + int64(codes(down)*0.05+factors(down))},
+		{"sparse keeps all", true, 1, whole},
+	} {
+		m := MLP{Gate: gate, Up: up, Down: down, Sparse: c.sparse}
+		if got := m.GatedWeightBytes(c.keep); got != c.want {
+			t.Errorf("%s: GatedWeightBytes %d, want %d", c.name, got, c.want)
+		}
+		if got := m.WeightBytes(); got != whole {
+			t.Errorf("%s: WeightBytes %d, want every matrix whole (%d)", c.name, got, whole)
+		}
+	}
+}

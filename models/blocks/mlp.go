@@ -122,9 +122,25 @@ func (m *MLP) gateUp(be tensor.Backend, g, u, x *tensor.Tensor) error {
 }
 
 // WeightBytes is the number of weight bytes one token reads. It counts
-// up_proj and down_proj whole also in a sparse layer, where a backend with
-// tensor.GatedOps reads only the rows and columns the gate keeps (about
-// 5%).
+// up_proj and down_proj whole also in a sparse layer; GatedWeightBytes is
+// what a backend with tensor.GatedOps reads there.
 func (m *MLP) WeightBytes() int64 {
 	return int64(m.Gate.Bytes()+m.Up.Bytes()+m.Down.Bytes()) + tensorBytes(m.GateBias, m.UpBias, m.DownBias)
+}
+
+// GatedWeightBytes is WeightBytes for a sparse layer on a backend with
+// tensor.GatedOps, when the gate keeps the share keep of its activations
+// (1 - the layer's activation sparsity): gate_proj whole, that share of
+// up_proj's rows, and of down_proj's codes that share (its columns) plus
+// every scale and bias, since nearly every group holds a kept column. Not
+// sparse, it is WeightBytes.
+func (m *MLP) GatedWeightBytes(keep float64) int64 {
+	if !m.Sparse {
+		return m.WeightBytes()
+	}
+	down := float64(len(m.Down.W.Data))*keep + float64(tensorBytes(m.Down.Scales, m.Down.Biases))
+	if !m.Down.Quantized() {
+		down = float64(len(m.Down.W.Data)) * keep
+	}
+	return int64(m.Gate.Bytes()) + int64(float64(m.Up.Bytes())*keep) + int64(down) + tensorBytes(m.GateBias, m.UpBias, m.DownBias)
 }

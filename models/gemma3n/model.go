@@ -334,8 +334,11 @@ func (m *Model) buildInfo(ck *checkpoint.Checkpoint) error {
 
 // countWeightBytes adds up what one decode token reads: every matrix
 // (the whole tied embedding as lm_head included), every norm and one row
-// of each embedding table.
+// of each embedding table; in a sparse layer on a backend that skips what
+// the gate zeroes (tensor.GatedOps), only the kept share of up_proj and
+// down_proj (MLP.GatedWeightBytes).
 func (m *Model) countWeightBytes() int64 {
+	_, gated := m.be.(tensor.GatedOps)
 	n := int64(m.embed.Bytes()+m.pleModel.Bytes()) + blocks.RowBytes(m.embed) + blocks.RowBytes(m.pleEmbed)
 	n += m.pleProjNorm.Bytes() + m.finalNorm.Bytes()
 	for i := range m.altupProj {
@@ -343,7 +346,12 @@ func (m *Model) countWeightBytes() int64 {
 	}
 	for i := range m.layers {
 		l := &m.layers[i]
-		n += l.attn.WeightBytes() + l.mlp.WeightBytes()
+		n += l.attn.WeightBytes()
+		if gated {
+			n += l.mlp.GatedWeightBytes(1 - m.cfg.Sparsity[i])
+		} else {
+			n += l.mlp.WeightBytes()
+		}
 		for _, mt := range []*tensor.Matrix{l.router, l.predCoefs, l.corrCoefs, l.laurelL, l.laurelR, l.pleGate, l.pleProj} {
 			n += int64(mt.Bytes())
 		}
