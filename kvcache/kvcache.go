@@ -297,6 +297,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 				c.scratches = append(c.scratches, scr)
 			}
 			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, enc, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
+			c.layers[i].st.sliding = sp.Window > 0
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}
@@ -588,6 +589,9 @@ func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
 		exact = l.st.m == w-1
 	}
 	l.st.prepare(c.n, exact, limit, headroom)
+	if c.n == 1 {
+		l.st.dropSpare()
+	}
 	if err := l.st.write(k, v, c.n, c.offset); err != nil {
 		return View{}, fmt.Errorf("kvcache: layer %d: %w", layerIdx, err)
 	}

@@ -600,6 +600,29 @@ func TestPromptLeavesRoomForTheAnswer(t *testing.T) {
 	}
 }
 
+// TestFirstDecodedTokenReusesTheWindowBuffer checks that a sliding layer
+// grown by a prompt chunk keeps its window-sized buffers, that the first
+// decoded token's shrink back to the window lands in them (memory already
+// touched, not fresh pages), and that nothing extra is held afterwards.
+func TestFirstDecodedTokenReusesTheWindowBuffer(t *testing.T) {
+	specs := []LayerSpec{sliding(2, 8, 16)}
+	c, _ := New(specs, Options{Step: 16, RewindSlack: NoRewindSlack})
+	feed(t, c, specs, 16, 16) // exactly the window
+	st := c.layers[0].st
+	window := &st.k[0]
+	feed(t, c, specs, 16, 16) // window-1 rows plus a chunk: grown
+	if &st.k[0] == window || cap(st.spareK) != 16*st.rowBytes {
+		t.Fatalf("after a second chunk: buffer unchanged or spare of %d bytes, want a grown buffer and the window's kept", cap(st.spareK))
+	}
+	feed(t, c, specs, 1, 1)
+	if &st.k[0] != window {
+		t.Fatalf("the first decoded token moved the window into fresh memory instead of the kept buffer")
+	}
+	if got, want := c.Stats().Bytes, int64(2*16*st.rowBytes); got != want || st.spareK != nil {
+		t.Fatalf("decoding: %d bytes held, want the window's %d and no spare", got, want)
+	}
+}
+
 // TestQuantized8Memory checks that 8-bit storage holds fewer bytes.
 func TestQuantized8Memory(t *testing.T) {
 	specs := []LayerSpec{global(2, 64)}

@@ -56,6 +56,16 @@ type store struct {
 	// an holds a copy of a sliding layer's rows at the cache's anchor
 	// (Cache.Anchor), so Rewind can go back to it from any distance.
 	an anchorRows
+
+	// sliding marks a sliding layer's store. When a prompt chunk grows one
+	// on the host (window-1 rows plus the chunk), its window-sized buffers
+	// stay as spareK and spareV, and the shrink back to the window that
+	// the next decoded token makes reuses them when they are exactly that
+	// size (so Stats.Bytes still matches Footprint): memory already touched,
+	// where fresh buffers cost page faults (~70-160 ms over Gemma 3n E2B's
+	// 16 sliding layers, a slow first token). Counted by bytes.
+	sliding        bool
+	spareK, spareV []byte
 }
 
 // anchorRows is a copy of the m rows at consecutive positions
@@ -113,7 +123,7 @@ func (st *store) contiguous() bool { return st.h == 0 || st.m == st.ring() }
 // bytes is the memory held by the store, slack and anchor included (not
 // the dequantization scratch, which the cache counts).
 func (st *store) bytes() int64 {
-	return int64(cap(st.k) + cap(st.v) + cap(st.sl.k) + cap(st.sl.v) + cap(st.an.k) + cap(st.an.v))
+	return int64(cap(st.k) + cap(st.v) + cap(st.sl.k) + cap(st.sl.v) + cap(st.an.k) + cap(st.an.v) + cap(st.spareK) + cap(st.spareV))
 }
 
 // saveAnchor copies the newest min(m, keep) rows of a sliding layer (whose
@@ -158,7 +168,7 @@ func (st *store) restoreAnchor() {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr}
+	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr, sliding: st.sliding}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -344,8 +354,18 @@ func (st *store) dropNewest(d int) {
 // linearizing the ring (h becomes 0).
 func (st *store) realloc(newCap int) {
 	rb := st.rowBytes
-	nk, nkt := st.newBuf(newCap * rb)
-	nv, nvt := st.newBuf(newCap * rb)
+	var nk, nv []byte
+	var nkt, nvt *tensor.Tensor
+	if st.kt == nil && newCap*rb == cap(st.spareK) && newCap*rb == cap(st.spareV) && newCap < st.capRows {
+		nk, nv = st.spareK[:newCap*rb], st.spareV[:newCap*rb]
+		st.spareK, st.spareV = nil, nil
+	} else {
+		nk, nkt = st.newBuf(newCap * rb)
+		nv, nvt = st.newBuf(newCap * rb)
+		if st.sliding && nkt == nil && st.kt == nil && newCap > st.capRows && cap(st.k) > cap(st.spareK) {
+			st.spareK, st.spareV = st.k, st.v // the largest outgrown buffers (see sliding)
+		}
+	}
 	for _, p := range [2]struct{ dst, src []byte }{{nk, st.k}, {nv, st.v}} {
 		copy(p.dst, p.src[:st.s*rb])
 		if st.m > 0 {
@@ -357,6 +377,10 @@ func (st *store) realloc(newCap int) {
 	}
 	st.k, st.v, st.kt, st.vt, st.capRows, st.h = nk, nv, nkt, nvt, newCap, 0
 }
+
+// dropSpare releases the spare buffers (see sliding) once decoding has
+// begun: the first decoded token's shrink has used them or never will.
+func (st *store) dropSpare() { st.spareK, st.spareV = nil, nil }
 
 // trimFixed drops the d oldest rows of a global layer whose positions are
 // not in fixed (sorted, merged runs: the sink and the pins), keeping every
