@@ -159,10 +159,10 @@
 // max(2*Step, need), e.g. after MaxKV is lowered; Reset frees everything.
 // Two rules keep the first decoded token after a long prompt from moving
 // the cache into fresh memory (page faults cost 0.06-0.3 s on Gemma 3n
-// E2B after 2048 tokens): a prompt chunk that grows a global layer adds one Step of room,
-// and a sliding layer grown by a chunk keeps its window-sized buffers
-// until the first decoded token shrinks it back into them (counted in
-// Stats, dropped once decoding starts).
+// E2B after 2048 tokens): a prompt chunk that grows a global layer adds
+// one Step of room, and a sliding layer grown by a chunk keeps its
+// window-sized buffers until the first decoded token shrinks it back into
+// them (counted in Stats, dropped once decoding starts).
 // Stats reports bytes per layer and in total, live keys, Offset (seen),
 // trimmed positions and the windows.
 //

@@ -138,9 +138,7 @@ func (m *MLP) GatedWeightBytes(keep float64) int64 {
 	if !m.Sparse {
 		return m.WeightBytes()
 	}
+	// A dense down_proj has no scales or biases (nil, counted as 0).
 	down := float64(len(m.Down.W.Data))*keep + float64(tensorBytes(m.Down.Scales, m.Down.Biases))
-	if !m.Down.Quantized() {
-		down = float64(len(m.Down.W.Data)) * keep
-	}
 	return int64(m.Gate.Bytes()) + int64(float64(m.Up.Bytes())*keep) + int64(down) + tensorBytes(m.GateBias, m.UpBias, m.DownBias)
 }

@@ -22,12 +22,13 @@ const gatherChunk = 16
 
 // GatedMatMul multiplies each non-zero g[r, j] by x[r]·w[j] + bias[j] and
 // leaves the zeros (tensor.GatedOps). For decode's rows (fewer than four),
-// and for longer runs of rows whose gate keeps at most gatherDensity of its values, of
-// a quantized w it runs the decode kernels on the rows the gate keeps, so
-// a Gemma 3n sparse layer reads about 5% of up_proj; otherwise it computes
-// the whole product into scratch and multiplies where g is non-zero. A gathered row's dot has the decode kernels' precision; the
-// SIMD kernels sum it in another order than MatMul, which runs the row
-// beside others (pairs, four-row passes).
+// and for longer runs of rows whose gate keeps at most gatherDensity of
+// its values, of a quantized w it runs the decode kernels on the rows the
+// gate keeps, so a Gemma 3n sparse layer reads about 5% of up_proj;
+// otherwise it computes the whole product into scratch and multiplies
+// where g is non-zero. A gathered row's dot has the decode kernels'
+// precision; the SIMD kernels sum it in another order than MatMul, which
+// runs the row beside others (pairs, four-row passes).
 func (b *Backend) GatedMatMul(g, x *tensor.Tensor, w *tensor.Matrix, bias *tensor.Tensor) error {
 	n, err := checkMatMul("gated matmul", "g", g, x, w)
 	if err != nil {

@@ -219,12 +219,37 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if !w.Quantized() {
 		return b.matmulDense(yd, xd, n, w)
 	}
-	if !b.columnKernel(w) || !mostlyZero(xd, sparseDensity) {
+	if !b.columnKernel(w) {
 		return b.matmulQuant(yd, xd, n, w)
 	}
-	cm := b.cols.get(b, w)
-	b.sparseRows(yd, xd, n, cm)
+	counts := b.nonZeroCounts(xd, n, w.In)
+	if counts[n] > int(sparseDensity*float64(len(xd))) {
+		return b.matmulQuant(yd, xd, n, w)
+	}
+	b.sparseRows(yd, xd, n, b.cols.get(b, w), counts)
 	return nil
+}
+
+// nonZeroCounts counts the non-zero values of each of the n rows of x (in
+// values each) as running totals: row r's values are counts[r+1]-counts[r],
+// counts[n] all of them.
+func (b *Backend) nonZeroCounts(x []float32, n, in int) []int {
+	counts := make([]int, n+1)
+	b.pool.splitParts(n, 1, 4*b.threads, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			c := 0
+			for _, v := range x[r*in : (r+1)*in] {
+				if v != 0 {
+					c++
+				}
+			}
+			counts[r+1] = c
+		}
+	})
+	for r := 0; r < n; r++ {
+		counts[r+1] += counts[r]
+	}
+	return counts
 }
 
 // columnKernel reports whether SparseMatMul's column path pays for w: a
@@ -256,26 +281,12 @@ func mostlyZero(x []float32, share float64) bool {
 	return true
 }
 
-// sparseRows runs the column kernels for n rows of x into y. The rows are
-// listed first (their non-zero values, grouped); then each task is one
-// block of outputs for a run of rows, so the block's codes and factors
-// stay in cache from row to row.
-func (b *Backend) sparseRows(y, x []float32, n int, cm *colMatrix) {
-	counts := make([]int, n+1)
-	b.pool.splitParts(n, 1, 4*b.threads, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			c := 0
-			for _, v := range x[r*cm.in : (r+1)*cm.in] {
-				if v != 0 {
-					c++
-				}
-			}
-			counts[r+1] = c
-		}
-	})
-	for r := 0; r < n; r++ {
-		counts[r+1] += counts[r]
-	}
+// sparseRows runs the column kernels for n rows of x into y, given the
+// rows' non-zero counts (nonZeroCounts). The rows are listed first (their
+// non-zero values, grouped); then each task is one block of outputs for a
+// run of rows, so the block's codes and factors stay in cache from row to
+// row.
+func (b *Backend) sparseRows(y, x []float32, n int, cm *colMatrix, counts []int) {
 	nnz := counts[n]
 	// One pooled arena: indices (and the spIdxPad the kernels read past
 	// the last), values, then at most one group entry (4 words) per value.
