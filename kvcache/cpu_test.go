@@ -5,7 +5,10 @@
 package kvcache
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"mlxchat/tensor"
@@ -53,4 +56,99 @@ func BenchmarkDecodeStepCPU(b *testing.B) {
 	benchDecode(b, func(out, q *tensor.Tensor, v View) error {
 		return be.Attention(out, q, v.K, v.V, v.Mask, 0.088)
 	})
+}
+
+// BenchmarkDecodeStepFormats is BenchmarkDecodeStepCPU on every thread
+// for each storage format, with a Float16 cache's views decoded by the
+// lookup table and by the backend's DecodeF16 (Options.DecodeF16).
+func BenchmarkDecodeStepFormats(b *testing.B) {
+	be := cpu.New(runtime.NumCPU())
+	defer be.Close()
+	attend := func(out, q *tensor.Tensor, v View) error {
+		return be.Attention(out, q, v.K, v.V, v.Mask, 0.088)
+	}
+	for _, live := range []int{2 << 10, 8 << 10} {
+		for _, f := range []struct {
+			name string
+			opts Options
+		}{
+			{"f32", Options{}},
+			{"f16-table", Options{Float16: true}},
+			{"f16-backend", Options{Float16: true, DecodeF16: be.DecodeF16}},
+			{"q8", Options{Quantized8: true}},
+		} {
+			b.Run(fmt.Sprintf("live=%dk/%s", live>>10, f.name), func(b *testing.B) {
+				benchDecodeStep(b, live, f.opts, attend)
+			})
+		}
+	}
+}
+
+// TestFloat16ViewsDecodedByBackend feeds the same keys and values to two
+// Float16 caches, one decoding its views with the lookup table and one with
+// the CPU backend's DecodeF16 (Options.DecodeF16), through prompt chunks,
+// decode steps, trims and a shared layer: every view must match bit for
+// bit, and the backend's decoder must have done the decoding.
+func TestFloat16ViewsDecodedByBackend(t *testing.T) {
+	be := cpu.New(2)
+	defer be.Close()
+	calls := 0
+	decode := func(dst []float32, src []uint16) {
+		calls++
+		be.DecodeF16(dst, src)
+	}
+	specs := []LayerSpec{global(2, 64), sliding(2, 64, 48), sharedOf(sliding(2, 64, 48), 1)}
+	table, err := New(specs, Options{Float16: true, MaxKV: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := New(specs, Options{Float16: true, MaxKV: 300, DecodeF16: decode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(5))
+	chunks := []int{100, 257, 1, 1, 37}
+	for i := 0; i < 40; i++ {
+		chunks = append(chunks, 1)
+	}
+	for step, n := range chunks {
+		for _, c := range []*Cache{table, backend} {
+			if _, err := c.Begin(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for l, sp := range specs {
+			var k, v *tensor.Tensor
+			if sp.SharedFrom < 0 {
+				k = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
+				v = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
+				for j := range k.F32() {
+					k.F32()[j] = float32(rng.NormFloat64() * 4)
+					v.F32()[j] = float32(rng.NormFloat64() / 8)
+				}
+			}
+			var views [2]View
+			for ci, c := range []*Cache{table, backend} {
+				if sp.SharedFrom >= 0 {
+					views[ci], err = c.Shared(l)
+				} else {
+					views[ci], err = c.Append(l, k, v)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(views[0].K.Data, views[1].K.Data) || !bytes.Equal(views[0].V.Data, views[1].V.Data) {
+				t.Fatalf("step %d (chunk of %d), layer %d: the backend-decoded view differs from the table's", step, n, l)
+			}
+		}
+		for _, c := range []*Cache{table, backend} {
+			if err := c.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatal("Options.DecodeF16 was never called")
+	}
 }

@@ -100,6 +100,12 @@ type Options struct {
 	// pending (after the backend's Sync). Ignored with Quantized8 or
 	// Float16, whose rows are encoded on the host. Nil means host copies.
 	Copy func(dst, src *tensor.Tensor) error
+	// DecodeF16, when set (typically a tensor.HalfDecoder's DecodeF16),
+	// expands the half floats of a Float16 cache's views into the float32
+	// scratch: it must write the exact float32 value of each of the first
+	// len(dst) values of src into dst. Nil means a lookup table on the
+	// calling goroutine. Ignored unless Float16 is set.
+	DecodeF16 func(dst []float32, src []uint16)
 }
 
 // encoding is the row format opts ask for.
@@ -298,6 +304,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			}
 			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, enc, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
 			c.layers[i].st.sliding = sp.Window > 0
+			c.layers[i].st.decodeF16 = opts.DecodeF16
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}

@@ -825,37 +825,45 @@ func benchDecode(b *testing.B, attend func(out, q *tensor.Tensor, v View) error)
 				if testing.Short() && live > 8<<10 {
 					b.Skip("-short")
 				}
-				const hkv, d, hq = 2, 128, 8
-				specs := []LayerSpec{global(hkv, d)}
-				c, err := New(specs, Options{MaxKV: live, Quantized8: q8})
-				if err != nil {
-					b.Fatal(err)
-				}
-				feed(b, c, specs, live+16, min(1024, c.MaxChunk()))
-				k := tensor.New(tensor.F32, 1, hkv, d)
-				for i := range k.F32() {
-					k.F32()[i] = float32(i%7) / 7
-				}
-				q := tensor.New(tensor.F32, 1, hq, d)
-				out := tensor.New(tensor.F32, 1, hq, d)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if _, err := c.Begin(1); err != nil {
-						b.Fatal(err)
-					}
-					v, err := c.Append(0, k, k)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := attend(out, q, v); err != nil {
-						b.Fatal(err)
-					}
-					if err := c.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchDecodeStep(b, live, Options{Quantized8: q8}, attend)
 			})
+		}
+	}
+}
+
+// benchDecodeStep times one decode step (Begin, Append, attend, Commit) of
+// a global layer of 2 KV heads x 128 and 8 query heads holding live keys,
+// with opts' storage (opts.MaxKV is set to live).
+func benchDecodeStep(b *testing.B, live int, opts Options, attend func(out, q *tensor.Tensor, v View) error) {
+	const hkv, d, hq = 2, 128, 8
+	specs := []LayerSpec{global(hkv, d)}
+	opts.MaxKV = live
+	c, err := New(specs, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	feed(b, c, specs, live+16, min(1024, c.MaxChunk()))
+	k := tensor.New(tensor.F32, 1, hkv, d)
+	for i := range k.F32() {
+		k.F32()[i] = float32(i%7) / 7
+	}
+	q := tensor.New(tensor.F32, 1, hq, d)
+	out := tensor.New(tensor.F32, 1, hq, d)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Begin(1); err != nil {
+			b.Fatal(err)
+		}
+		v, err := c.Append(0, k, k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := attend(out, q, v); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Commit(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -49,6 +49,8 @@ type store struct {
 	alloc func(shape ...int) *tensor.Tensor
 	// copyRows, when set, records write's row copies (Options.Copy).
 	copyRows func(dst, src *tensor.Tensor) error
+	// decodeF16, when set, expands F16 rows for views (Options.DecodeF16).
+	decodeF16 func(dst []float32, src []uint16)
 
 	// sl keeps the rows a sliding layer most recently dropped from its
 	// window, so Rewind can put them back (empty for global layers).
@@ -168,7 +170,7 @@ func (st *store) restoreAnchor() {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, sl: slack{max: st.sl.max}, scr: st.scr, sliding: st.sliding}
+	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, decodeF16: st.decodeF16, sl: slack{max: st.sl.max}, scr: st.scr, sliding: st.sliding}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -610,6 +612,10 @@ func (st *store) encode(dst, src []byte, n int) {
 func (st *store) decode(dst, src []byte, n int) {
 	rb, hd := st.rowBytes, st.heads*st.dim
 	out := f32s(dst[:n*hd*4])
+	if st.enc == encF16 && st.decodeF16 != nil {
+		st.decodeF16(out, u16s(src[:len(out)*2]))
+		return
+	}
 	if st.enc == encF16 {
 		tab := f16Table()
 		for i, h := range u16s(src[:len(out)*2]) {

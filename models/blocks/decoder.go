@@ -154,10 +154,14 @@ func (d *Decoder) NewCache(opts kvcache.Options) (*kvcache.Cache, error) {
 // NewCache makes a kvcache for layers on be: on an asynchronous backend,
 // unless opts brings its own Alloc or Copy, the storage is backend memory
 // (Alloc) and Append records its row copies there (Copy), so a forward
-// pass needs one Sync, at its end.
+// pass needs one Sync, at its end. A backend that is a tensor.HalfDecoder
+// decodes a Float16 cache's views (Options.DecodeF16).
 func NewCache(be tensor.Backend, layers []kvcache.LayerSpec, opts kvcache.Options, family string) (*kvcache.Cache, error) {
 	if !be.Synchronous() && opts.Alloc == nil && opts.Copy == nil {
 		opts.Alloc, opts.Copy = be.Alloc, be.Copy
+	}
+	if hd, ok := be.(tensor.HalfDecoder); ok && opts.DecodeF16 == nil {
+		opts.DecodeF16 = hd.DecodeF16
 	}
 	c, err := kvcache.New(layers, opts)
 	if err != nil {
