@@ -50,6 +50,8 @@
 //     sparse layers (tensor.GatedOps): up_proj computed only for the rows
 //     the gate keeps, down_proj read only in the columns its mostly-zero
 //     input meets (below).
+//   - half.go: DecodeF16 (tensor.HalfDecoder), half floats to float32 over
+//     every thread, with which a Float16 KV cache decodes its views.
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //
