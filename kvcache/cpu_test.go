@@ -60,7 +60,9 @@ func BenchmarkDecodeStepCPU(b *testing.B) {
 
 // BenchmarkDecodeStepFormats is BenchmarkDecodeStepCPU on every thread
 // for each storage format, with a Float16 cache's views decoded by the
-// lookup table and by the backend's DecodeF16 (Options.DecodeF16).
+// lookup table and by the backend's DecodeF16 (Options.DecodeF16), and a
+// Quantized8 cache's by the package's Go loop and by the backend's
+// DecodeInt8Rows (Options.DecodeInt8Rows).
 func BenchmarkDecodeStepFormats(b *testing.B) {
 	be := cpu.New(runtime.NumCPU())
 	defer be.Close()
@@ -75,7 +77,8 @@ func BenchmarkDecodeStepFormats(b *testing.B) {
 			{"f32", Options{}},
 			{"f16-table", Options{Float16: true}},
 			{"f16-backend", Options{Float16: true, DecodeF16: be.DecodeF16}},
-			{"q8", Options{Quantized8: true}},
+			{"q8-go", Options{Quantized8: true}},
+			{"q8-backend", Options{Quantized8: true, DecodeInt8Rows: be.DecodeInt8Rows}},
 		} {
 			b.Run(fmt.Sprintf("live=%dk/%s", live>>10, f.name), func(b *testing.B) {
 				benchDecodeStep(b, live, f.opts, attend)
@@ -84,71 +87,89 @@ func BenchmarkDecodeStepFormats(b *testing.B) {
 	}
 }
 
-// TestFloat16ViewsDecodedByBackend feeds the same keys and values to two
-// Float16 caches, one decoding its views with the lookup table and one with
-// the CPU backend's DecodeF16 (Options.DecodeF16), through prompt chunks,
-// decode steps, trims and a shared layer: every view must match bit for
-// bit, and the backend's decoder must have done the decoding.
-func TestFloat16ViewsDecodedByBackend(t *testing.T) {
+// TestViewsDecodedByBackend feeds the same keys and values to two caches of
+// each narrow format, one decoding its views in the package (lookup table,
+// Go loop) and one with the CPU backend's decoders (Options.DecodeF16,
+// Options.DecodeInt8Rows), through prompt chunks, decode steps, trims and a
+// shared layer: every view must match bit for bit, and the backend's
+// decoder must have done the decoding.
+func TestViewsDecodedByBackend(t *testing.T) {
 	be := cpu.New(2)
 	defer be.Close()
 	calls := 0
-	decode := func(dst []float32, src []uint16) {
+	f16 := func(dst []float32, src []uint16) {
 		calls++
 		be.DecodeF16(dst, src)
 	}
-	specs := []LayerSpec{global(2, 64), sliding(2, 64, 48), sharedOf(sliding(2, 64, 48), 1)}
-	table, err := New(specs, Options{Float16: true, MaxKV: 300})
-	if err != nil {
-		t.Fatal(err)
+	i8 := func(dst []float32, src []byte, rows, heads, dim int) {
+		calls++
+		be.DecodeInt8Rows(dst, src, rows, heads, dim)
 	}
-	backend, err := New(specs, Options{Float16: true, MaxKV: 300, DecodeF16: decode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewSource(5))
-	chunks := []int{100, 257, 1, 1, 37}
-	for i := 0; i < 40; i++ {
-		chunks = append(chunks, 1)
-	}
-	for step, n := range chunks {
-		for _, c := range []*Cache{table, backend} {
-			if _, err := c.Begin(n); err != nil {
+	for _, f := range []struct {
+		name          string
+		plain, byBack Options
+	}{
+		{"f16", Options{Float16: true}, Options{Float16: true, DecodeF16: f16}},
+		{"q8", Options{Quantized8: true}, Options{Quantized8: true, DecodeInt8Rows: i8}},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			calls = 0
+			specs := []LayerSpec{global(2, 64), sliding(2, 64, 48), sharedOf(sliding(2, 64, 48), 1)}
+			f.plain.MaxKV, f.byBack.MaxKV = 300, 300
+			plain, err := New(specs, f.plain)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		for l, sp := range specs {
-			var k, v *tensor.Tensor
-			if sp.SharedFrom < 0 {
-				k = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
-				v = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
-				for j := range k.F32() {
-					k.F32()[j] = float32(rng.NormFloat64() * 4)
-					v.F32()[j] = float32(rng.NormFloat64() / 8)
-				}
-			}
-			var views [2]View
-			for ci, c := range []*Cache{table, backend} {
-				if sp.SharedFrom >= 0 {
-					views[ci], err = c.Shared(l)
-				} else {
-					views[ci], err = c.Append(l, k, v)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !bytes.Equal(views[0].K.Data, views[1].K.Data) || !bytes.Equal(views[0].V.Data, views[1].V.Data) {
-				t.Fatalf("step %d (chunk of %d), layer %d: the backend-decoded view differs from the table's", step, n, l)
-			}
-		}
-		for _, c := range []*Cache{table, backend} {
-			if err := c.Commit(); err != nil {
+			byBack, err := New(specs, f.byBack)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	if calls == 0 {
-		t.Fatal("Options.DecodeF16 was never called")
+			caches := []*Cache{plain, byBack}
+			rng := rand.New(rand.NewSource(5))
+			chunks := []int{100, 257, 1, 1, 37}
+			for i := 0; i < 40; i++ {
+				chunks = append(chunks, 1)
+			}
+			for step, n := range chunks {
+				for _, c := range caches {
+					if _, err := c.Begin(n); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for l, sp := range specs {
+					var k, v *tensor.Tensor
+					if sp.SharedFrom < 0 {
+						k = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
+						v = tensor.New(tensor.F32, n, sp.KVHeads, sp.HeadDim)
+						for j := range k.F32() {
+							k.F32()[j] = float32(rng.NormFloat64() * 4)
+							v.F32()[j] = float32(rng.NormFloat64() / 8)
+						}
+					}
+					var views [2]View
+					for ci, c := range caches {
+						if sp.SharedFrom >= 0 {
+							views[ci], err = c.Shared(l)
+						} else {
+							views[ci], err = c.Append(l, k, v)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+					if !bytes.Equal(views[0].K.Data, views[1].K.Data) || !bytes.Equal(views[0].V.Data, views[1].V.Data) {
+						t.Fatalf("step %d (chunk of %d), layer %d: the backend-decoded view differs from the package's", step, n, l)
+					}
+				}
+				for _, c := range caches {
+					if err := c.Commit(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if calls == 0 {
+				t.Fatal("the backend's decoder was never called")
+			}
+		})
 	}
 }

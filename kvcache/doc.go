@@ -177,11 +177,11 @@
 // they are stored as IEEE half floats (x 2 bytes), with
 // Options.Quantized8 as int8 with one float32 absmax scale per token and
 // head (2 x KVHeads x (HeadDim+4)); Append then decodes the whole view
-// into a float32 scratch: half floats through Options.DecodeF16 when it is
-// set (models/blocks.NewCache passes a tensor.HalfDecoder backend's, which
-// on the CPU converts with F16C or NEON over every thread, ~4-6x faster
-// than the lookup table used otherwise: BenchmarkDecodeStepFormats), int8
-// rows in Go on the calling goroutine. The layers no other layer reads share one
+// into a float32 scratch, through Options.DecodeF16 or
+// Options.DecodeInt8Rows when set (models/blocks.NewCache passes a
+// backend's tensor.HalfDecoder or tensor.Int8RowDecoder: on the CPU, over
+// every thread with F16C/NEON or AVX2, 3-6x faster than the lookup table
+// or Go loop used otherwise; BenchmarkDecodeStepFormats). The layers no other layer reads share one
 // scratch (a layer attends its view before the next layer appends); a
 // layer that others share from has its own. A scratch is as large as the
 // views need (rounded up to Step rows, but never beyond what the store

@@ -106,6 +106,12 @@ type Options struct {
 	// len(dst) values of src into dst. Nil means a lookup table on the
 	// calling goroutine. Ignored unless Float16 is set.
 	DecodeF16 func(dst []float32, src []uint16)
+	// DecodeInt8Rows, when set (typically a tensor.Int8RowDecoder's),
+	// expands a Quantized8 cache's rows for its views: rows of KVHeads
+	// float32 scales then KVHeads x HeadDim int8 values, each value times
+	// its head's scale as one float32 product. Nil means a Go loop on the
+	// calling goroutine. Ignored unless Quantized8 is set.
+	DecodeInt8Rows func(dst []float32, src []byte, rows, heads, dim int)
 }
 
 // encoding is the row format opts ask for.
@@ -304,7 +310,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			}
 			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, enc, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
 			c.layers[i].st.sliding = sp.Window > 0
-			c.layers[i].st.decodeF16 = opts.DecodeF16
+			c.layers[i].st.decodeF16, c.layers[i].st.decodeI8 = opts.DecodeF16, opts.DecodeInt8Rows
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}

@@ -51,6 +51,8 @@ type store struct {
 	copyRows func(dst, src *tensor.Tensor) error
 	// decodeF16, when set, expands F16 rows for views (Options.DecodeF16).
 	decodeF16 func(dst []float32, src []uint16)
+	// decodeI8, when set, expands Q8 rows for views (Options.DecodeInt8Rows).
+	decodeI8 func(dst []float32, src []byte, rows, heads, dim int)
 
 	// sl keeps the rows a sliding layer most recently dropped from its
 	// window, so Rewind can put them back (empty for global layers).
@@ -170,7 +172,7 @@ func (st *store) restoreAnchor() {
 
 // reset drops every row and releases the memory.
 func (st *store) reset() {
-	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, decodeF16: st.decodeF16, sl: slack{max: st.sl.max}, scr: st.scr, sliding: st.sliding}
+	*st = store{heads: st.heads, dim: st.dim, enc: st.enc, rowBytes: st.rowBytes, step: st.step, alloc: st.alloc, copyRows: st.copyRows, decodeF16: st.decodeF16, decodeI8: st.decodeI8, sl: slack{max: st.sl.max}, scr: st.scr, sliding: st.sliding}
 }
 
 // oldest is the absolute position of the oldest ring row (m > 0).
@@ -614,6 +616,10 @@ func (st *store) decode(dst, src []byte, n int) {
 	out := f32s(dst[:n*hd*4])
 	if st.enc == encF16 && st.decodeF16 != nil {
 		st.decodeF16(out, u16s(src[:len(out)*2]))
+		return
+	}
+	if st.enc == encQ8 && st.decodeI8 != nil {
+		st.decodeI8(out, src[:n*rb], n, st.heads, st.dim)
 		return
 	}
 	if st.enc == encF16 {

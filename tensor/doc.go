@@ -2,7 +2,8 @@
 // weight matrices (dense or MLX affine-quantized), the attention mask that
 // only caches build, and the Backend interface every compute backend
 // (the CPU reference, Vulkan, Metal) implements, with the optional
-// interfaces some of them add (ArgmaxOps, GatedOps, HalfDecoder).
+// interfaces some of them add (ArgmaxOps, GatedOps, HalfDecoder,
+// Int8RowDecoder).
 //
 // It may import only the standard library.
 package tensor

@@ -155,13 +155,17 @@ func (d *Decoder) NewCache(opts kvcache.Options) (*kvcache.Cache, error) {
 // unless opts brings its own Alloc or Copy, the storage is backend memory
 // (Alloc) and Append records its row copies there (Copy), so a forward
 // pass needs one Sync, at its end. A backend that is a tensor.HalfDecoder
-// decodes a Float16 cache's views (Options.DecodeF16).
+// or a tensor.Int8RowDecoder decodes a Float16 or Quantized8 cache's views
+// (Options.DecodeF16, Options.DecodeInt8Rows).
 func NewCache(be tensor.Backend, layers []kvcache.LayerSpec, opts kvcache.Options, family string) (*kvcache.Cache, error) {
 	if !be.Synchronous() && opts.Alloc == nil && opts.Copy == nil {
 		opts.Alloc, opts.Copy = be.Alloc, be.Copy
 	}
 	if hd, ok := be.(tensor.HalfDecoder); ok && opts.DecodeF16 == nil {
 		opts.DecodeF16 = hd.DecodeF16
+	}
+	if id, ok := be.(tensor.Int8RowDecoder); ok && opts.DecodeInt8Rows == nil {
+		opts.DecodeInt8Rows = id.DecodeInt8Rows
 	}
 	c, err := kvcache.New(layers, opts)
 	if err != nil {

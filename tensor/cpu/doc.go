@@ -50,8 +50,10 @@
 //     sparse layers (tensor.GatedOps): up_proj computed only for the rows
 //     the gate keeps, down_proj read only in the columns its mostly-zero
 //     input meets (below).
-//   - half.go: DecodeF16 (tensor.HalfDecoder), half floats to float32 over
-//     every thread, with which a Float16 KV cache decodes its views.
+//   - half.go: DecodeF16 (tensor.HalfDecoder) and DecodeInt8Rows
+//     (tensor.Int8RowDecoder), half floats and scaled int8 rows to float32
+//     over every thread, with which a Float16 or Quantized8 KV cache
+//     decodes its views.
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
 //

@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand"
 	"testing"
 
 	"mlxchat/tensor"
@@ -44,6 +46,56 @@ func TestDecodeF16(t *testing.T) {
 					}
 					if dst[n] != 42 {
 						t.Fatalf("wrote past len(dst): %v", dst[n])
+					}
+				})
+			}
+			be.Close()
+		}
+	}
+}
+
+// TestDecodeInt8Rows decodes random rows of scaled int8 values, every int8
+// value among them, at head widths that leave the AVX2 loop partial tails
+// and row counts that split over the threads, and compares each value
+// with the one float32 product scale·value, bit for bit.
+func TestDecodeInt8Rows(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	scales := []float32{1, 0.0173, 3.5e-39, 6.1e4, -0.25}
+	for _, l := range availableLevels() {
+		for _, threads := range []int{1, 3} {
+			be := newBackendLevel(threads, l)
+			for _, sh := range []struct{ rows, heads, dim int }{{1, 1, 1}, {3, 2, 7}, {5, 1, 9}, {300, 2, 64}, {70, 3, 256}} {
+				t.Run(fmt.Sprintf("%s/threads=%d/%dx%dx%d", l, threads, sh.rows, sh.heads, sh.dim), func(t *testing.T) {
+					rb := sh.heads*4 + sh.heads*sh.dim
+					src := make([]byte, sh.rows*rb)
+					for r := 0; r < sh.rows; r++ {
+						row := src[r*rb : (r+1)*rb]
+						for h := 0; h < sh.heads; h++ {
+							binary.LittleEndian.PutUint32(row[h*4:], math.Float32bits(scales[(r+h)%len(scales)]))
+						}
+						for j := sh.heads * 4; j < rb; j++ {
+							row[j] = byte(rng.Intn(256))
+						}
+					}
+					n := sh.rows * sh.heads * sh.dim
+					dst := make([]float32, n+1)
+					dst[n] = 42
+					be.DecodeInt8Rows(dst[:n], src, sh.rows, sh.heads, sh.dim)
+					for r := 0; r < sh.rows; r++ {
+						row := src[r*rb : (r+1)*rb]
+						for h := 0; h < sh.heads; h++ {
+							scale := math.Float32frombits(binary.LittleEndian.Uint32(row[h*4:]))
+							for j := 0; j < sh.dim; j++ {
+								v := int8(row[sh.heads*4+h*sh.dim+j])
+								want := scale * float32(v)
+								if got := dst[(r*sh.heads+h)*sh.dim+j]; math.Float32bits(got) != math.Float32bits(want) {
+									t.Fatalf("row %d head %d value %d (%d x %g): got %g, want %g", r, h, j, v, scale, got, want)
+								}
+							}
+						}
+					}
+					if dst[n] != 42 {
+						t.Fatalf("wrote past the rows: %v", dst[n])
 					}
 				})
 			}

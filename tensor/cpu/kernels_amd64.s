@@ -835,6 +835,30 @@ done:
 	VZEROUPPER
 	RET
 
+// func scaleI8AVX(dst *float32, src *int8, scale float32, n int)   (n a multiple of 8)
+// dst[i] = scale · float32(src[i]).
+TEXT ·scaleI8AVX(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	VBROADCASTSS scale+16(FP), Y1
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VPMOVSXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func readAVX(p *byte, n int) uint64   (n a multiple of 128)
 // XOR-folds n bytes so the loads cannot be optimised away: a read
 // bandwidth probe.

@@ -88,6 +88,9 @@ func cvtBF16AVX(dst *float32, src *uint16, n int)
 func cvtF16AVX(dst *float32, src *uint16, n int)
 
 //go:noescape
+func scaleI8AVX(dst *float32, src *int8, scale float32, n int)
+
+//go:noescape
 func q4h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
@@ -312,6 +315,17 @@ func cvtSIMD(dst []float32, src []uint16, f16 bool) {
 	for i := m; i < n; i++ {
 		dst[i] = cvt16(src[i], f16)
 	}
+}
+
+// scaleI8SIMD writes dst[i] = scale·float32(src[i]) for i < len(dst).
+func scaleI8SIMD(dst []float32, src []int8, scale float32) {
+	n := len(dst)
+	src = src[:n]
+	m := n &^ 7
+	if m > 0 {
+		scaleI8AVX(&dst[0], &src[0], scale, m)
+	}
+	scaleI8Go(dst[m:], src[m:], scale)
 }
 
 func bytePtr(b []byte) *byte { return (*byte)(unsafe.Pointer(unsafe.SliceData(b))) }

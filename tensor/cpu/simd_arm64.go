@@ -230,6 +230,10 @@ func pvSIMD(dst, p, v []float32, stride int) {
 	}
 }
 
+// scaleI8SIMD writes dst[i] = scale·float32(src[i]) for i < len(dst)
+// (in Go here: there is no vector form yet).
+func scaleI8SIMD(dst []float32, src []int8, scale float32) { scaleI8Go(dst, src, scale) }
+
 // cvtSIMD converts len(dst) BF16 or F16 values to float32.
 func cvtSIMD(dst []float32, src []uint16, f16 bool) {
 	n := len(dst)

@@ -32,6 +32,10 @@ func dot2SIMD(q0, q1, k []float32) (float32, float32) { return dot2F32(q0, q1, k
 
 func pvSIMD(dst, p, v []float32, stride int) { pvF32(dst, p, v, stride) }
 
+// scaleI8SIMD writes dst[i] = scale·float32(src[i]) for i < len(dst)
+// (in Go here: there is no vector form yet).
+func scaleI8SIMD(dst []float32, src []int8, scale float32) { scaleI8Go(dst, src, scale) }
+
 func cvtSIMD(dst []float32, src []uint16, f16 bool) {
 	for i := range dst {
 		dst[i] = cvt16(src[i], f16)
