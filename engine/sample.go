@@ -76,11 +76,13 @@ func (s *Sampler) Sample(logits []float32, recent []int32) int32 {
 	if s.temp == 0 {
 		return int32(argmax(x))
 	}
-	// Softmax at temperature.
+	// Softmax at temperature, left unnormalized: the filters and the draw
+	// compare against the sum instead of dividing every entry by it.
 	maxv := x[argmax(x)]
+	inv := 1 / s.temp
 	sum := 0.0
 	for i, v := range x {
-		e := math.Exp((v - maxv) / s.temp)
+		e := expNeg((v - maxv) * inv)
 		if math.IsNaN(e) {
 			e = 0
 		}
@@ -90,10 +92,7 @@ func (s *Sampler) Sample(logits []float32, recent []int32) int32 {
 	if sum <= 0 || math.IsInf(sum, 0) || math.IsNaN(sum) {
 		return int32(argmax(logitsF64(logits)))
 	}
-	for i := range x {
-		x[i] /= sum
-	}
-	cand := s.candidates(x)
+	cand := s.candidates(x, sum)
 	// Draw from the surviving candidates, renormalized.
 	total := 0.0
 	for _, i := range cand {
@@ -110,8 +109,9 @@ func (s *Sampler) Sample(logits []float32, recent []int32) int32 {
 }
 
 // candidates returns the ids that survive top-k, top-p and min-p, most
-// probable first. With no filter every id survives (in id order).
-func (s *Sampler) candidates(p []float64) []int {
+// probable first. With no filter every id survives (in id order). p holds
+// the softmax weights, which sum to total.
+func (s *Sampler) candidates(p []float64, total float64) []int {
 	n := len(p)
 	k := n
 	if s.topK > 0 && s.topK < n {
@@ -133,7 +133,7 @@ func (s *Sampler) candidates(p []float64) []int {
 	var sorted []int
 	for want := min(k, 256); ; want = min(k, want*8) {
 		sorted = topIndices(p, want)
-		if want == k || !s.needsMore(p, sorted) {
+		if want == k || !s.needsMore(p, sorted, total) {
 			break
 		}
 	}
@@ -148,10 +148,10 @@ func (s *Sampler) candidates(p []float64) []int {
 		}
 	}
 	if usesP {
-		cum := 0.0
+		cum, mass := 0.0, s.topP*total
 		for i, id := range sorted[:keep] {
 			cum += p[id]
-			if cum >= s.topP {
+			if cum >= mass {
 				keep = i + 1
 				break
 			}
@@ -166,7 +166,7 @@ func (s *Sampler) candidates(p []float64) []int {
 // needsMore reports whether a sorted top slice may cut off tokens top-p or
 // min-p would keep: the slice does not reach the top-p mass, or its last
 // token is still above the min-p floor.
-func (s *Sampler) needsMore(p []float64, sorted []int) bool {
+func (s *Sampler) needsMore(p []float64, sorted []int, total float64) bool {
 	if len(sorted) == len(p) {
 		return false
 	}
@@ -179,7 +179,7 @@ func (s *Sampler) needsMore(p []float64, sorted []int) bool {
 		for _, id := range sorted {
 			cum += p[id]
 		}
-		return cum < s.topP
+		return cum < s.topP*total
 	}
 	// Only min-p (already satisfied) or top-k (want == k) remain.
 	return s.minP <= 0

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"math/rand"
 	"slices"
 	"testing"
 )
@@ -162,9 +163,18 @@ func TestSamplerLargeVocab(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sm := NewSampler(tc.s)
-			got := len(sm.candidates(probs))
+			got := len(sm.candidates(probs, 1))
 			if got < tc.min || got > tc.max {
 				t.Fatalf("%d candidates, want %d..%d", got, tc.min, tc.max)
+			}
+			// Unnormalized weights (what Sample hands over) with their
+			// sum keep the same candidates.
+			scaled := make([]float64, v)
+			for i, p := range probs {
+				scaled[i] = 7 * p
+			}
+			if n := len(sm.candidates(scaled, 7)); n != got {
+				t.Fatalf("weights scaled by 7: %d candidates, normalized %d", n, got)
 			}
 		})
 	}
@@ -297,6 +307,33 @@ func TestSettingsValidate(t *testing.T) {
 			err := tc.s.Validate()
 			if (err == nil) != tc.ok {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// BenchmarkSample times one Sample over a Gemma-sized vocabulary (262144
+// logits, normal with standard deviation 3) at temperature 0.7, alone and
+// with each filter: the per-token cost sampling adds to decode.
+func BenchmarkSample(b *testing.B) {
+	logits := make([]float32, 262144)
+	rng := rand.New(rand.NewSource(1))
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 3)
+	}
+	for _, tc := range []struct {
+		name string
+		s    Settings
+	}{
+		{"temp", Settings{Temperature: 0.7}},
+		{"top-k 40", Settings{Temperature: 0.7, TopK: 40}},
+		{"top-p 0.9", Settings{Temperature: 0.7, TopP: 0.9}},
+		{"min-p 0.05", Settings{Temperature: 0.7, MinP: 0.05}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			sm := NewSampler(tc.s)
+			for b.Loop() {
+				sm.Sample(logits, nil)
 			}
 		})
 	}
