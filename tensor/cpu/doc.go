@@ -46,10 +46,10 @@
 //     by scripts/test.sh with the same tests; not yet timed on arm64
 //     hardware (BenchmarkNEONvsPortable gives the ratio there; under qemu
 //     it only counts emulated work).
-//   - gated.go, sparse.go, sparse_amd64.s: the products of Gemma 3n's
-//     sparse layers (tensor.GatedOps): up_proj computed only for the rows
-//     the gate keeps, down_proj read only in the columns its mostly-zero
-//     input meets (below).
+//   - gated.go, sparse.go, sparse_amd64.s (gen_sparse.go): the products
+//     of Gemma 3n's sparse layers (tensor.GatedOps): up_proj computed only
+//     for the rows the gate keeps, down_proj read only in the columns its
+//     mostly-zero input meets (below).
 //   - half.go: DecodeF16 (tensor.HalfDecoder) and DecodeInt8Rows
 //     (tensor.Int8RowDecoder), half floats and scaled int8 rows to float32
 //     over every thread, with which a Float16 or Quantized8 KV cache

@@ -12,6 +12,7 @@ import (
 )
 
 //go:generate go run gen_kernels512.go
+//go:generate go run gen_sparse.go
 
 // haveAVX512 reports whether the AVX-512 decode kernels can run here: they
 // need AVX-512 F and BW (word shifts and masked word loads), VNNI
@@ -604,7 +605,7 @@ func interleave16(panel, rows []float32, in int) {
 
 // spcol4AVX512 is colBlockGo for 4-bit columns: y[0:128] from the groups
 // of one row's list, block base q, scales s and biases b of the block's
-// first output (sparse_amd64.s).
+// first output (sparse_amd64.s, written by gen_sparse.go).
 //
 //go:noescape
 func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)
