@@ -21,6 +21,17 @@ func (g *gen) f(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) 
 // args is the Go signature both kernels share.
 const args = "y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int"
 
+// text starts kernel name: its Go signature and doc as a comment, then
+// the TEXT directive.
+func (g *gen) text(name string, doc ...string) {
+	g.f("// func %s(%s)", name, args)
+	g.f("//")
+	for _, l := range doc {
+		g.f("// %s", l)
+	}
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-80", name)
+}
+
 // colPrologue is the top of the per-column loop: prefetch the column 8
 // entries ahead in idx, load this column's value into vreg, advance idx
 // and val, and leave the column's codes address in DX.
@@ -53,14 +64,12 @@ func (g *gen) groupPrologue(hs string, acc func(i int) string, zero string) {
 
 func (g *gen) avx512() {
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
-	g.f("// func spcol4AVX512(%s)", args)
-	g.f("//")
-	g.f("// One block of 128 outputs of a 4-bit column matrix: for each group in")
-	g.f("// grp, acc = Σ val[k]·codes(column idx[k]) over its n columns, then")
-	g.f("// y += s[g]·acc + b[g]·hs. Z0-Z7 hold y, Z8-Z15 acc, Z29 the value,")
-	g.f("// Z30 hs, Z31 the nibble mask. The column 8 places ahead in idx is")
-	g.f("// prefetched: idx must have 8 readable entries past its last.")
-	g.f("TEXT ·spcol4AVX512(SB), NOSPLIT, $0-80")
+	g.text("spcol4AVX512",
+		"One block of 128 outputs of a 4-bit column matrix: for each group in",
+		"grp, acc = Σ val[k]·codes(column idx[k]) over its n columns, then",
+		"y += s[g]·acc + b[g]·hs. Z0-Z7 hold y, Z8-Z15 acc, Z29 the value,",
+		"Z30 hs, Z31 the nibble mask. The column 8 places ahead in idx is",
+		"prefetched: idx must have 8 readable entries past its last.")
 	g.f("\tMOVQ q+8(FP), SI")
 	g.f("\tMOVQ qstride+16(FP), R8")
 	g.f("\tMOVQ s+24(FP), R9")
@@ -123,14 +132,12 @@ func off(d int) string { return fmt.Sprint(d) }
 
 func (g *gen) avx2() {
 	y := func(i int) string { return fmt.Sprintf("Y%d", i) }
-	g.f("// func spcol4AVX2(%s)", args)
-	g.f("//")
-	g.f("// spcol4AVX512 for half a block: 64 outputs, whose codes are two 16-byte")
-	g.f("// runs (32 bytes at q within each column) and whose factors start at s")
-	g.f("// and b. y is zeroed, then accumulated in memory at each group; Y0-Y7")
-	g.f("// hold acc (run 0 bytes 0-7 low, high; bytes 8-15 low, high; run 1")
-	g.f("// likewise), Y12 the value, Y13 hs, Y14 the nibble mask.")
-	g.f("TEXT ·spcol4AVX2(SB), NOSPLIT, $0-80")
+	g.text("spcol4AVX2",
+		"spcol4AVX512 for half a block: 64 outputs, whose codes are two 16-byte",
+		"runs (32 bytes at q within each column) and whose factors start at s",
+		"and b. y is zeroed, then accumulated in memory at each group; Y0-Y7",
+		"hold acc (run 0 bytes 0-7 low, high; bytes 8-15 low, high; run 1",
+		"likewise), Y12 the value, Y13 hs, Y14 the nibble mask.")
 	g.f("\tMOVQ y+0(FP), DI")
 	g.f("\tMOVQ q+8(FP), SI")
 	g.f("\tMOVQ qstride+16(FP), R8")
