@@ -284,6 +284,13 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("kvcache: Quantized8 and Float16 both set: want one storage format")
 	}
 	enc := opts.encoding()
+	decodeF16, decodeI8 := opts.DecodeF16, opts.DecodeInt8Rows
+	if decodeF16 == nil {
+		decodeF16 = decodeF16Table
+	}
+	if decodeI8 == nil {
+		decodeI8 = decodeInt8RowsGo
+	}
 	if enc != encF32 {
 		widest := 0
 		for _, sp := range specs {
@@ -310,7 +317,7 @@ func New(specs []LayerSpec, opts Options) (*Cache, error) {
 			}
 			c.layers[i].st = newStore(sp.KVHeads, sp.HeadDim, enc, c.step, sl, scr, opts.Alloc, c.appendCopy(opts))
 			c.layers[i].st.sliding = sp.Window > 0
-			c.layers[i].st.decodeF16, c.layers[i].st.decodeI8 = opts.DecodeF16, opts.DecodeInt8Rows
+			c.layers[i].st.decodeF16, c.layers[i].st.decodeI8 = decodeF16, decodeI8
 			if sp.Window == 0 {
 				c.hasGlobal = true
 			}

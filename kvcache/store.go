@@ -49,10 +49,10 @@ type store struct {
 	alloc func(shape ...int) *tensor.Tensor
 	// copyRows, when set, records write's row copies (Options.Copy).
 	copyRows func(dst, src *tensor.Tensor) error
-	// decodeF16, when set, expands F16 rows for views (Options.DecodeF16).
+	// decodeF16 and decodeI8 expand F16 and Q8 rows for views
+	// (Options.DecodeF16 and DecodeInt8Rows, or the package's defaults).
 	decodeF16 func(dst []float32, src []uint16)
-	// decodeI8, when set, expands Q8 rows for views (Options.DecodeInt8Rows).
-	decodeI8 func(dst []float32, src []byte, rows, heads, dim int)
+	decodeI8  func(dst []float32, src []byte, rows, heads, dim int)
 
 	// sl keeps the rows a sliding layer most recently dropped from its
 	// window, so Rewind can put them back (empty for global layers).
@@ -610,32 +610,39 @@ func (st *store) encode(dst, src []byte, n int) {
 	}
 }
 
-// decode expands n stored rows of src into F32 bytes in dst.
+// decode expands n stored rows of src into F32 bytes in dst, through the
+// store's decoder for its format (Options.DecodeF16 or DecodeInt8Rows, or
+// the package's own: decodeF16Table, decodeInt8RowsGo).
 func (st *store) decode(dst, src []byte, n int) {
-	rb, hd := st.rowBytes, st.heads*st.dim
-	out := f32s(dst[:n*hd*4])
-	if st.enc == encF16 && st.decodeF16 != nil {
+	out := f32s(dst[:n*st.heads*st.dim*4])
+	if st.enc == encF16 {
 		st.decodeF16(out, u16s(src[:len(out)*2]))
 		return
 	}
-	if st.enc == encQ8 && st.decodeI8 != nil {
-		st.decodeI8(out, src[:n*rb], n, st.heads, st.dim)
-		return
+	st.decodeI8(out, src[:n*st.rowBytes], n, st.heads, st.dim)
+}
+
+// decodeF16Table is the default Options.DecodeF16: one table load per
+// value on the calling goroutine.
+func decodeF16Table(dst []float32, src []uint16) {
+	tab := f16Table()
+	for i, h := range src[:len(dst)] {
+		dst[i] = tab[h]
 	}
-	if st.enc == encF16 {
-		tab := f16Table()
-		for i, h := range u16s(src[:len(out)*2]) {
-			out[i] = tab[h]
-		}
-		return
-	}
-	for r := 0; r < n; r++ {
+}
+
+// decodeInt8RowsGo is the default Options.DecodeInt8Rows: a Go loop on the
+// calling goroutine over rows of heads float32 scales then heads x dim
+// int8 values.
+func decodeInt8RowsGo(dst []float32, src []byte, rows, heads, dim int) {
+	rb := heads*4 + heads*dim
+	for r := 0; r < rows; r++ {
 		row := src[r*rb : (r+1)*rb]
-		scales := f32s(row[:st.heads*4])
-		q := row[st.heads*4:]
+		scales := f32s(row[:heads*4])
+		q := row[heads*4:]
 		for h, scale := range scales {
-			o := out[(r*st.heads+h)*st.dim : (r*st.heads+h+1)*st.dim]
-			for i, b := range q[h*st.dim : (h+1)*st.dim] {
+			o := dst[(r*heads+h)*dim : (r*heads+h+1)*dim]
+			for i, b := range q[h*dim : (h+1)*dim] {
 				o[i] = scale * float32(int8(b))
 			}
 		}

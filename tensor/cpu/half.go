@@ -6,9 +6,9 @@ import (
 	"unsafe"
 )
 
-// halfChunk is the fewest half floats DecodeF16 hands one thread: below
-// that, handing out the work costs more than converting it.
-const halfChunk = 1 << 14
+// decodeChunk is the fewest values DecodeF16 and DecodeInt8Rows hand one
+// thread: below that, handing out the work costs more than converting it.
+const decodeChunk = 1 << 14
 
 // DecodeF16 writes the float32 value of each of the first len(dst) half
 // floats of src into dst (tensor.HalfDecoder), with F16C or NEON
@@ -16,7 +16,7 @@ const halfChunk = 1 << 14
 // level). The KV cache decodes a Float16 cache's views through it.
 func (b *Backend) DecodeF16(dst []float32, src []uint16) {
 	src = src[:len(dst)]
-	b.pool.split(len(dst), halfChunk, func(lo, hi int) {
+	b.pool.split(len(dst), decodeChunk, func(lo, hi int) {
 		if b.simd {
 			cvtSIMD(dst[lo:hi], src[lo:hi], true)
 			return
@@ -40,7 +40,7 @@ func (b *Backend) DecodeInt8Rows(dst []float32, src []byte, rows, heads, dim int
 	rb := heads*4 + heads*dim
 	_ = src[rows*rb-1]
 	_ = dst[rows*heads*dim-1]
-	b.pool.split(rows, max(1, halfChunk/(heads*dim)), func(lo, hi int) {
+	b.pool.split(rows, max(1, decodeChunk/(heads*dim)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := src[r*rb : (r+1)*rb]
 			q := unsafe.Slice((*int8)(unsafe.Pointer(&row[heads*4])), heads*dim)

@@ -22,7 +22,7 @@ func TestDecodeF16(t *testing.T) {
 	for _, l := range availableLevels() {
 		for _, threads := range []int{1, 3} {
 			be := newBackendLevel(threads, l)
-			for _, n := range []int{0, 1, 7, 9, 1000, halfChunk + 5, len(all)} {
+			for _, n := range []int{0, 1, 7, 9, 1000, decodeChunk + 5, len(all)} {
 				t.Run(fmt.Sprintf("%s/threads=%d/n=%d", l, threads, n), func(t *testing.T) {
 					// Start inside the table so short runs see more than
 					// zeros and subnormals.
