@@ -1716,3 +1716,98 @@ pfloop:
 	DECQ       CX
 	JNZ        pfloop
 	RET
+
+// Elementwise kernels over n floats, n a multiple of 8 (the callers do
+// the tail in Go). Each result is the same single rounding as the Go
+// expression it replaces.
+
+// func addAVX(dst, a, b *float32, n int)   dst = a + b
+TEXT ·addAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VMOVUPS (SI), Y0
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func mulAVX(dst, a, b *float32, n int)   dst = a * b
+TEXT ·mulAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VMOVUPS (SI), Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func scaleAVX(dst, x *float32, s float32, n int)   dst = x * s
+TEXT ·scaleAVX(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS s+16(FP), Y1
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMULPS  (SI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func scaleMulAVX(dst, x, w *float32, s float32, n int)   dst = (x * s) * w
+TEXT ·scaleMulAVX(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	VBROADCASTSS s+24(FP), Y1
+	MOVQ         n+32(FP), CX
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMULPS  (SI), Y1, Y0
+	VMULPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET

@@ -88,13 +88,34 @@ func mulKernel(d, x, y []float32) {
 	}
 }
 
+func scaleKernel(d, x []float32, s float32) {
+	x = x[:len(d)]
+	for i := range d {
+		d[i] = x[i] * s
+	}
+}
+
+// scaleMulKernel computes d = x·s·w, rounding x·s first.
+func scaleMulKernel(d, x, w []float32, s float32) {
+	x, w = x[:len(d)], w[:len(d)]
+	for i := range d {
+		d[i] = x[i] * s * w[i]
+	}
+}
+
 // Add computes dst = a + b; b may be one row broadcast over a's rows.
 func (b *Backend) Add(dst, a, bt *tensor.Tensor) error {
+	if b.simd {
+		return b.binary("add", dst, a, bt, addSIMD)
+	}
 	return b.binary("add", dst, a, bt, addKernel)
 }
 
 // Mul computes dst = a * b; b may be one row broadcast over a's rows.
 func (b *Backend) Mul(dst, a, bt *tensor.Tensor) error {
+	if b.simd {
+		return b.binary("mul", dst, a, bt, mulSIMD)
+	}
 	return b.binary("mul", dst, a, bt, mulKernel)
 }
 
@@ -105,9 +126,11 @@ func (b *Backend) Scale(dst, x *tensor.Tensor, s float32) error {
 	}
 	d, v := dst.F32(), x.F32()
 	b.elementwise(len(v), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			d[i] = v[i] * s
+		if b.simd {
+			scaleSIMD(d[lo:hi], v[lo:hi], s)
+			return
 		}
+		scaleKernel(d[lo:hi], v[lo:hi], s)
 	})
 	return nil
 }
@@ -219,6 +242,10 @@ func (b *Backend) RMSNorm(dst, x, weight *tensor.Tensor, eps float32) error {
 	rows := len(v) / n
 	b.rowSplit(rows, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
+			if b.simd {
+				rmsRowSIMD(d[r*n:(r+1)*n], v[r*n:(r+1)*n], w, eps)
+				continue
+			}
 			rmsRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n], w, eps)
 		}
 	})
@@ -289,6 +316,18 @@ func rmsRow(dst, x, w []float32, eps float32) {
 	for i, v := range x {
 		dst[i] = v * inv * w[i]
 	}
+}
+
+// rmsRowSIMD is rmsRow with the vector kernels: the sum of squares in
+// their order, then one pass that scales (and weighs) each value.
+func rmsRowSIMD(dst, x, w []float32, eps float32) {
+	ms := dotSIMD(x, x) / float32(len(x))
+	inv := float32(1 / math.Sqrt(float64(ms+eps)))
+	if w == nil {
+		scaleSIMD(dst, x, inv)
+		return
+	}
+	scaleMulSIMD(dst, x, w, inv)
 }
 
 // RoPE rotates x[n, heads, headDim] in place with the table r at

@@ -91,6 +91,18 @@ func cvtF16AVX(dst *float32, src *uint16, n int)
 func scaleI8AVX(dst *float32, src *int8, scale float32, n int)
 
 //go:noescape
+func addAVX(dst, a, b *float32, n int)
+
+//go:noescape
+func mulAVX(dst, a, b *float32, n int)
+
+//go:noescape
+func scaleAVX(dst, x *float32, s float32, n int)
+
+//go:noescape
+func scaleMulAVX(dst, x, w *float32, s float32, n int)
+
+//go:noescape
 func q4h32b(w *byte, s, b *uint16, xq *int16, xs, dst *float32, rows, groups, gpad, wstride int, sx float32, pf, pw, ps, pd int)
 
 //go:noescape
@@ -261,6 +273,50 @@ func axpySIMD(dst, src []float32, a float32) {
 	for i := m; i < n; i++ {
 		dst[i] += a * src[i]
 	}
+}
+
+// addSIMD is addKernel (d = x + y) with AVX.
+func addSIMD(d, x, y []float32) {
+	n := len(d)
+	x, y = x[:n], y[:n]
+	m := n &^ 7
+	if m > 0 {
+		addAVX(&d[0], &x[0], &y[0], m)
+	}
+	addKernel(d[m:], x[m:], y[m:])
+}
+
+// mulSIMD is mulKernel (d = x * y) with AVX.
+func mulSIMD(d, x, y []float32) {
+	n := len(d)
+	x, y = x[:n], y[:n]
+	m := n &^ 7
+	if m > 0 {
+		mulAVX(&d[0], &x[0], &y[0], m)
+	}
+	mulKernel(d[m:], x[m:], y[m:])
+}
+
+// scaleSIMD is scaleKernel (d = x * s) with AVX.
+func scaleSIMD(d, x []float32, s float32) {
+	n := len(d)
+	x = x[:n]
+	m := n &^ 7
+	if m > 0 {
+		scaleAVX(&d[0], &x[0], s, m)
+	}
+	scaleKernel(d[m:], x[m:], s)
+}
+
+// scaleMulSIMD is scaleMulKernel (d = x * s * w) with AVX.
+func scaleMulSIMD(d, x, w []float32, s float32) {
+	n := len(d)
+	x, w = x[:n], w[:n]
+	m := n &^ 7
+	if m > 0 {
+		scaleMulAVX(&d[0], &x[0], &w[0], s, m)
+	}
+	scaleMulKernel(d[m:], x[m:], w[m:], s)
 }
 
 // dot2SIMD returns dotSIMD(q0, k) and dotSIMD(q1, k), bit for bit, reading

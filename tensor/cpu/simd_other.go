@@ -121,3 +121,10 @@ const haveColumnAVX2 = false
 func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int) {
 	panic("cpu: AVX2 kernel called without AVX2 support")
 }
+
+// The elementwise kernels have no NEON forms here: they are the Go loops.
+
+func addSIMD(d, x, y []float32)                 { addKernel(d, x, y) }
+func mulSIMD(d, x, y []float32)                 { mulKernel(d, x, y) }
+func scaleSIMD(d, x []float32, s float32)       { scaleKernel(d, x, s) }
+func scaleMulSIMD(d, x, w []float32, s float32) { scaleMulKernel(d, x, w, s) }

@@ -1,0 +1,75 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestElementwiseKernelsExact checks the vector forms of the elementwise
+// kernels against the Go loops bit for bit, at lengths around the 8-wide
+// blocks and with dst aliasing an input (the ops run in place).
+func TestElementwiseKernelsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 21))
+	kernels := []struct {
+		name      string
+		vec, loop func(d, x, y []float32)
+	}{
+		{"add", addSIMD, addKernel},
+		{"mul", mulSIMD, mulKernel},
+		{"scale", func(d, x, _ []float32) { scaleSIMD(d, x, 0.37) }, func(d, x, _ []float32) { scaleKernel(d, x, 0.37) }},
+		{"scale·w", func(d, x, y []float32) { scaleMulSIMD(d, x, y, 1.7e-3) }, func(d, x, y []float32) { scaleMulKernel(d, x, y, 1.7e-3) }},
+	}
+	for _, k := range kernels {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 2048, 2051} {
+			x, y := randF32(rng, n, 3), randF32(rng, n, 3)
+			if n > 3 {
+				x[1], y[2] = float32(math.Inf(1)), float32(math.NaN())
+			}
+			want, got := make([]float32, n), make([]float32, n)
+			k.loop(want, x, y)
+			k.vec(got, x, y)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: [%d] = %g, Go loop %g", k.name, n, i, got[i], want[i])
+				}
+			}
+			inPlace := append([]float32(nil), x...)
+			k.vec(inPlace, inPlace, y)
+			for i := range want {
+				if math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d in place: [%d] = %g, want %g", k.name, n, i, inPlace[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestRMSNormInPlaceLevels runs RMSNorm in place (as a decode step does,
+// on one 2048-wide row) at every kernel level and compares with the
+// float64 definition.
+func TestRMSNormInPlaceLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 22))
+	const n, eps = 2051, 1e-6
+	xv, wv := randF32(rng, 2*n, 4), randF32(rng, n, 1)
+	want := make([]float64, 2*n)
+	for r := 0; r < 2; r++ {
+		var ss float64
+		for _, v := range xv[r*n : (r+1)*n] {
+			ss += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(ss/n+eps)
+		for i := 0; i < n; i++ {
+			want[r*n+i] = float64(xv[r*n+i]) * inv * float64(wv[i])
+		}
+	}
+	for _, l := range availableLevels() {
+		b := newBackendLevel(2, l)
+		x := mustT(t, append([]float32(nil), xv...), 2, n)
+		if err := b.RMSNorm(x, x, mustT(t, wv, n), eps); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "rmsnorm in place", x.F32(), want, 1e-5, 1e-5)
+		b.Close()
+	}
+}
