@@ -296,7 +296,8 @@ func benchSparseDownProj(b *testing.B, set []*tensor.Matrix, rng *rand.Rand, be 
 
 // BenchmarkRowOps times the small ops a decode step runs hundreds of times
 // on one 2048-wide row (RMSNorm with a bfloat16 weight, in place as the
-// model runs it; Add; Mul; Scale) at each kernel level, on one thread.
+// model runs it; Add; Mul; Scale), and Gemma 3n's GaussianTopK on one
+// 8192-wide MLP row, at each kernel level, on one thread.
 func BenchmarkRowOps(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	const n = 2048
@@ -305,6 +306,8 @@ func BenchmarkRowOps(b *testing.B) {
 	copy(y.F32(), randF32(rng, n, 2))
 	w := tensor.New(tensor.BF16, n)
 	_ = tensor.EncodeF32(w.Data, tensor.BF16, randF32(rng, n, 1))
+	gate, gated := tensor.New(tensor.F32, 1, 4*n), tensor.New(tensor.F32, 1, 4*n)
+	copy(gate.F32(), randF32(rng, 4*n, 2))
 	for _, l := range availableLevels() {
 		be := newBackendLevel(1, l)
 		b.Cleanup(be.Close)
@@ -316,6 +319,7 @@ func BenchmarkRowOps(b *testing.B) {
 			{"add", func() error { return be.Add(d, x, y) }},
 			{"mul", func() error { return be.Mul(d, x, y) }},
 			{"scale", func() error { return be.Scale(d, x, 0.5) }},
+			{"gaussian-topk", func() error { return be.GaussianTopK(gated, gate, 1.6448536) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%s", l, op.name), func(b *testing.B) {
 				copy(d.F32(), x.F32())

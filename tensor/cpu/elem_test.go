@@ -73,3 +73,42 @@ func TestRMSNormInPlaceLevels(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestGaussianTopKRowSIMD compares the vector row with the Go loop: the
+// float64 sums may round differently, so values agree to a few ulps of the
+// cut; a zero comes out +0 and a NaN row stays NaN, as with Go's max.
+func TestGaussianTopKRowSIMD(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 23))
+	for _, n := range []int{1, 7, 8, 9, 64, 300, 8192, 8195} {
+		for _, mult := range []float64{1.6448536, 0, -0.5} {
+			x := randF32(rng, n, 3)
+			want, got := make([]float32, n), make([]float32, n)
+			gaussianTopKRow(want, x, mult)
+			gaussianTopKRowSIMD(got, x, mult)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("n=%d mult=%g: [%d] = %g, Go loop %g", n, mult, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	zeros := make([]float32, 19)
+	for i := range zeros {
+		zeros[i] = float32(math.Copysign(0, -1))
+	}
+	got := make([]float32, len(zeros))
+	gaussianTopKRowSIMD(got, zeros, 0) // cut +0: -0 - 0 = -0, clamped to +0
+	for i, v := range got {
+		if math.Float32bits(v) != 0 {
+			t.Fatalf("all -0 row: [%d] = %g (bits %#x), want +0", i, v, math.Float32bits(v))
+		}
+	}
+	nan := randF32(rng, 19, 1)
+	nan[3] = float32(math.NaN())
+	gaussianTopKRowSIMD(got, nan, 1)
+	for i, v := range got {
+		if !math.IsNaN(float64(v)) {
+			t.Fatalf("row with a NaN: [%d] = %g, want NaN (as gaussianTopKRow)", i, v)
+		}
+	}
+}

@@ -1811,3 +1811,91 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// GaussianTopK's passes over a row of n floats, n a multiple of 8.
+
+// func sumF64AVX(x *float32, n int) float64   Σ x in float64
+TEXT ·sumF64AVX(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	SHRQ   $3, CX
+	JZ     done
+
+loop:
+	VCVTPS2PD (SI), Y2
+	VCVTPS2PD 16(SI), Y3
+	VADDPD    Y2, Y0, Y0
+	VADDPD    Y3, Y1, Y1
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VPERMILPD    $1, X0, X1
+	VADDSD       X1, X0, X0
+	VMOVSD       X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func sqDevF64AVX(x *float32, n int, mean float64) float64   Σ (x - mean)² in float64
+TEXT ·sqDevF64AVX(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD mean+16(FP), Y4
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VCVTPS2PD   (SI), Y2
+	VCVTPS2PD   16(SI), Y3
+	VSUBPD      Y4, Y2, Y2
+	VSUBPD      Y4, Y3, Y3
+	VFMADD231PD Y2, Y2, Y0
+	VFMADD231PD Y3, Y3, Y1
+	ADDQ        $32, SI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VADDPD       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VPERMILPD    $1, X0, X1
+	VADDSD       X1, X0, X0
+	VMOVSD       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func subClampAVX(dst, x *float32, cut float32, n int)   dst = max(0, x - cut)
+// as Go's max: a NaN stays NaN and a zero result is +0 (max(+0, d) gives d
+// for either zero, and d + 0 turns -0 into +0).
+TEXT ·subClampAVX(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS cut+16(FP), Y1
+	MOVQ         n+24(FP), CX
+	VXORPS       Y2, Y2, Y2
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMAXPS  Y0, Y2, Y0
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET

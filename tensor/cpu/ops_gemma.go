@@ -31,6 +31,10 @@ func (b *Backend) GaussianTopK(dst, x *tensor.Tensor, multiplier float32) error 
 	d, v := dst.F32(), x.F32()
 	b.rowSplit(len(v)/n, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
+			if b.simd {
+				gaussianTopKRowSIMD(d[r*n:(r+1)*n], v[r*n:(r+1)*n], float64(multiplier))
+				continue
+			}
 			gaussianTopKRow(d[r*n:(r+1)*n], v[r*n:(r+1)*n], float64(multiplier))
 		}
 	})

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -92,6 +93,15 @@ func scaleI8AVX(dst *float32, src *int8, scale float32, n int)
 
 //go:noescape
 func addAVX(dst, a, b *float32, n int)
+
+//go:noescape
+func sumF64AVX(x *float32, n int) float64
+
+//go:noescape
+func sqDevF64AVX(x *float32, n int, mean float64) float64
+
+//go:noescape
+func subClampAVX(dst, x *float32, cut float32, n int)
 
 //go:noescape
 func mulAVX(dst, a, b *float32, n int)
@@ -272,6 +282,37 @@ func axpySIMD(dst, src []float32, a float32) {
 	}
 	for i := m; i < n; i++ {
 		dst[i] += a * src[i]
+	}
+}
+
+// gaussianTopKRowSIMD is gaussianTopKRow with AVX: the float64 sums in
+// eight lanes, then the clamp.
+func gaussianTopKRowSIMD(dst, x []float32, mult float64) {
+	n := len(x)
+	dst = dst[:n]
+	m := n &^ 7
+	var sum float64
+	if m > 0 {
+		sum = sumF64AVX(&x[0], m)
+	}
+	for _, v := range x[m:] {
+		sum += float64(v)
+	}
+	mean := sum / float64(n)
+	var ss float64
+	if m > 0 {
+		ss = sqDevF64AVX(&x[0], m, mean)
+	}
+	for _, v := range x[m:] {
+		dv := float64(v) - mean
+		ss += dv * dv
+	}
+	cut := float32(mean + math.Sqrt(ss/float64(n))*mult)
+	if m > 0 {
+		subClampAVX(&dst[0], &x[0], cut, m)
+	}
+	for i := m; i < n; i++ {
+		dst[i] = max(0, x[i]-cut)
 	}
 }
 

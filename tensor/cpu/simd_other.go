@@ -124,7 +124,8 @@ func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, ss
 
 // The elementwise kernels have no NEON forms here: they are the Go loops.
 
-func addSIMD(d, x, y []float32)                 { addKernel(d, x, y) }
-func mulSIMD(d, x, y []float32)                 { mulKernel(d, x, y) }
-func scaleSIMD(d, x []float32, s float32)       { scaleKernel(d, x, s) }
-func scaleMulSIMD(d, x, w []float32, s float32) { scaleMulKernel(d, x, w, s) }
+func addSIMD(d, x, y []float32)                          { addKernel(d, x, y) }
+func mulSIMD(d, x, y []float32)                          { mulKernel(d, x, y) }
+func scaleSIMD(d, x []float32, s float32)                { scaleKernel(d, x, s) }
+func scaleMulSIMD(d, x, w []float32, s float32)          { scaleMulKernel(d, x, w, s) }
+func gaussianTopKRowSIMD(dst, x []float32, mult float64) { gaussianTopKRow(dst, x, mult) }
