@@ -183,7 +183,11 @@ func BenchmarkQuantMatMul(b *testing.B) {
 // 4 bits, group 64) for one token whose gate keeps a share of its values
 // (about 5% in Gemma 3n; more to see where gathering stops paying):
 // "gated" is GatedMatMul, "full" the MatMul and Mul it replaces. Both read
-// cold weights (matrices cycled through a set larger than the caches).
+// cold weights (matrices cycled through a set larger than the caches), and
+// each call's gate keeps other rows (gates cycled through a set whose
+// count is prime to the matrices'): with one gate for all, the kept rows
+// of every matrix in the set fit in L3 and gathering measured 2.5x faster
+// than in a forward pass.
 func BenchmarkGatedUpProj(b *testing.B) {
 	const in, out = 2048, 8192
 	set := coldSet(out, in, 4, 64, 192<<20)
@@ -194,10 +198,13 @@ func BenchmarkGatedUpProj(b *testing.B) {
 	for _, th := range threadCases() {
 		be := New(th)
 		for _, kept := range []float64{0.05, 0.15, 0.25} {
-			gate := make([]float32, out)
-			for i := range gate {
-				if rng.Float64() < kept {
-					gate[i] = float32(rng.Float64())
+			gates := make([][]float32, 61)
+			for k := range gates {
+				gates[k] = make([]float32, out)
+				for i := range gates[k] {
+					if rng.Float64() < kept {
+						gates[k][i] = float32(rng.Float64())
+					}
 				}
 			}
 			for _, mode := range []string{"full", "gated"} {
@@ -207,7 +214,7 @@ func BenchmarkGatedUpProj(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/kept=%g/threads=%d", mode, kept, th), func(b *testing.B) {
 					i := 0
 					for b.Loop() {
-						copy(g.F32(), gate)
+						copy(g.F32(), gates[i%len(gates)])
 						w := set[i%len(set)]
 						i++
 						if mode == "gated" {

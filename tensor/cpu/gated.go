@@ -9,11 +9,11 @@ import (
 
 // gatherDensity is the largest share of non-zero gate values for which
 // GatedMatMul computes only their rows: scattered rows read slower than a
-// whole matrix streams, and at a quarter of the rows the two cost the same
-// (BenchmarkGatedUpProj, Zen 4: 5% kept 65 us, 15% 290-316 us, 25% 513-522
-// us, whole product 549-562 us on one thread; 2 threads 40, 138, 250 and
-// 295-311 us).
-const gatherDensity = 0.25
+// whole matrix streams. BenchmarkGatedUpProj (cold weights and gates, Zen
+// 4, December 2026), 1 thread: 5% kept 116 us, 15% 314, 25% 513, whole
+// product 461; 2 threads: 79, 187, 346 and 321 us. The two cross near a
+// fifth of the rows on 2 threads, a quarter on 1.
+const gatherDensity = 0.2
 
 // gatherChunk is how many gathered rows a worker copies into one block
 // (16 KiB of a 2048-wide 4-bit matrix: the block stays in L1 while the
