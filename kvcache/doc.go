@@ -15,6 +15,7 @@
 //	    rotate q, k at pos0
 //	    view, err := c.Append(i, k, v)   // owning layers
 //	    view, err := c.Shared(i)         // layers with SharedFrom >= 0
+//	    (or c.SharedTail(i, rows): the same view for the chunk's last rows)
 //	    attention(q, view.K, view.V, view.Mask)
 //	err = c.Commit()                // Offset += n
 //

@@ -682,6 +682,27 @@ func (c *Cache) Shared(layerIdx int) (View, error) {
 	return src.view, nil
 }
 
+// SharedTail is Shared for only the last rows query rows of the open
+// chunk: the same keys and values, under a mask whose queries are at
+// positions Offset()+n-rows .. Offset()+n-1 for a chunk of n. A shared
+// layer writes nothing to the cache, so when nothing after it reads its
+// other rows (Gemma 3n's KV-shared layers, when only the last token's
+// logits are wanted) it may run on the tail alone; the rows it does run
+// see exactly the keys they would in the whole chunk. rows must be in
+// [1, n]; rows == n is Shared.
+func (c *Cache) SharedTail(layerIdx, rows int) (View, error) {
+	v, err := c.Shared(layerIdx)
+	if err != nil {
+		return View{}, err
+	}
+	if rows < 1 || rows > c.n {
+		return View{}, fmt.Errorf("kvcache: SharedTail(%d, %d): the open chunk has %d rows; want 1 to %d", layerIdx, rows, c.n, c.n)
+	}
+	v.Mask.QueryStart += c.n - rows
+	v.Mask.Rows = rows
+	return v, nil
+}
+
 func (c *Cache) checkLayer(op string, i int) error {
 	if i < 0 || i >= len(c.layers) {
 		return fmt.Errorf("kvcache: %s: layer %d out of range [0, %d)", op, i, len(c.layers))

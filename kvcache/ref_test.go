@@ -602,6 +602,29 @@ func newHarness(t testing.TB, specs []LayerSpec, hq []int, opts Options, dataSee
 	return h
 }
 
+// checkSharedTail checks SharedTail for shared layer l in an open chunk of
+// n rows at pos0, for a tail length drawn from [1, n]: the source's keys
+// and values, queries at the chunk's last positions, and attention over
+// it equal to the brute-force reference's rows for those positions.
+func (h *harness) checkSharedTail(l, n, pos0 int, q [][]float32) {
+	rows := 1 + h.data.Intn(n)
+	tail, err := h.c.SharedTail(l, rows)
+	if err != nil {
+		h.t.Fatalf("SharedTail(%d, %d) of a %d-row chunk: %v", l, rows, n, err)
+	}
+	if tail.Mask.QueryStart != pos0+n-rows || tail.Mask.Rows != rows {
+		h.t.Fatalf("SharedTail(%d, %d): queries from %d, %d rows; want from %d, %d rows", l, rows, tail.Mask.QueryStart, tail.Mask.Rows, pos0+n-rows, rows)
+	}
+	got := attendView(tail, q[n-rows:], h.hq[l])
+	want := h.ref.attend(l, q, h.hq[l])[n-rows:]
+	h.compare("shared tail", l, pos0+n-rows, got, want, h.tol, tail)
+	for _, bad := range []int{0, n + 1} {
+		if _, err := h.c.SharedTail(l, bad); err == nil || !strings.Contains(err.Error(), "want 1 to") {
+			h.t.Fatalf("SharedTail(%d, %d) of a %d-row chunk: error %v, want one naming the range", l, bad, n, err)
+		}
+	}
+}
+
 func (h *harness) randRows(n, width int) [][]float32 {
 	rows := make([][]float32, n)
 	for i := range rows {
@@ -688,6 +711,7 @@ func (h *harness) chunk(n, abortAt int) bool {
 			if view.K != src.K || view.V != src.V || !slices.Equal(view.Mask.Keys, src.Mask.Keys) || view.Mask.Window != src.Mask.Window {
 				t.Fatalf("Shared(%d) differs from source layer %d's view", l, spec.SharedFrom)
 			}
+			h.checkSharedTail(l, n, pos0, q)
 		}
 		views[l] = view
 		h.checkView(l, n, view)

@@ -47,10 +47,20 @@ type Attention struct {
 
 // Forward writes the block's output for x [n, hidden] into out
 // [n, hidden]: the chunk occupies positions cache.Offset()..+n-1 of the
-// open chunk (cache.Begin(n) already called).
+// open chunk (cache.Begin(n) already called). A Shared layer may also take
+// only the chunk's last rows (kvcache.Cache.SharedTail): x's rows are
+// then the chunk's last x.Rows() positions.
 func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, out, x *tensor.Tensor) error {
 	n := x.Rows()
 	pos0 := cache.Offset()
+	var view kvcache.View
+	if a.Shared {
+		var err error
+		if view, err = cache.SharedTail(a.Layer, n); err != nil {
+			return fmt.Errorf("layer %d: %w", a.Layer, err)
+		}
+		pos0 = view.Mask.QueryStart
+	}
 	q := ar.Get(n, a.Heads, a.HeadDim)
 	if err := project(be, Reshape(q, n, a.Heads*a.HeadDim), x, a.Q, a.QBias); err != nil {
 		return fmt.Errorf("layer %d q_proj: %w", a.Layer, err)
@@ -65,11 +75,7 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 			return fmt.Errorf("layer %d rope(q): %w", a.Layer, err)
 		}
 	}
-	var view kvcache.View
-	var err error
-	if a.Shared {
-		view, err = cache.Shared(a.Layer)
-	} else {
+	if !a.Shared {
 		k := ar.Get(n, a.KVHeads, a.HeadDim)
 		v := ar.Get(n, a.KVHeads, a.HeadDim)
 		if err := project(be, Reshape(k, n, a.KVHeads*a.HeadDim), x, a.K, a.KBias); err != nil {
@@ -99,10 +105,10 @@ func (a *Attention) Forward(be tensor.Backend, ar *Arena, cache *kvcache.Cache, 
 				return fmt.Errorf("layer %d: %w", a.Layer, err)
 			}
 		}
-		view, err = cache.Append(a.Layer, k, v)
-	}
-	if err != nil {
-		return fmt.Errorf("layer %d: %w", a.Layer, err)
+		var err error
+		if view, err = cache.Append(a.Layer, k, v); err != nil {
+			return fmt.Errorf("layer %d: %w", a.Layer, err)
+		}
 	}
 	o := ar.Get(n, a.Heads, a.HeadDim)
 	if err := be.Attention(o, q, view.K, view.V, view.Mask, a.Scale); err != nil {

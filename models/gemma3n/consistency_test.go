@@ -66,12 +66,26 @@ func TestChunkedPrefillMatchesOneShot(t *testing.T) {
 	}
 }
 
-// TestLastOnly checks that lastOnly returns exactly the last row.
+// TestLastOnly checks that lastOnly returns exactly the last row, though
+// the trailing KV-shared layers then run on that row alone, and that it
+// leaves the same cache behind: decoding on from either prefill gives the
+// same logits.
 func TestLastOnly(t *testing.T) {
 	m := load(t, tinyDir(t, synth.Options{Seed: 4}), newBackend(t))
+	if tail := m.sharedTail(); tail == len(m.layers) {
+		t.Fatalf("the tiny model has no trailing KV-shared layers (%d layers): the test would not reach the tail path", len(m.layers))
+	}
 	vocab := m.Config().VocabSize
 	ids := randomIDs(5, 30, vocab)
-	all, _ := familytest.Prefill(t, m, kvcache.DefaultOptions(), ids, 30)
+	full, err := m.NewCache(kvcache.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	allT, err := m.Forward(full, ids, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := allT.F32()
 	c, err := m.NewCache(kvcache.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +99,19 @@ func TestLastOnly(t *testing.T) {
 	}
 	if d := familytest.MaxDiff(last.F32(), all[29*vocab:]); d > 1e-6*familytest.MaxAbs(all) {
 		t.Errorf("lastOnly row differs from the full row by %g", d)
+	}
+	for step, id := range []int32{7, 19, 3} {
+		a, err := m.Forward(full, []int32{id}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.Forward(c, []int32{id}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := familytest.MaxDiff(a.F32(), b.F32()); d != 0 {
+			t.Errorf("decode step %d after a lastOnly prefill differs from one after a full prefill by %g", step, d)
+		}
 	}
 }
 

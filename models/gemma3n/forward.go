@@ -68,10 +68,33 @@ func (m *Model) forward(cache *kvcache.Cache, ids []int32, lastOnly bool) (*tens
 		}
 	}
 
+	// The trailing KV-shared layers write nothing to the cache, so when
+	// only the last token's logits are wanted they run on its row alone:
+	// the other rows' outputs there would feed nothing. For E2B that skips
+	// 10 of 30 layers for all but one token of every prefill chunk. Only
+	// on synchronous (CPU) backends for now: on the GPU backend, a step
+	// that turns from many rows to one trips the fake Metal's barrier
+	// check when chain.go folds the one-row ops (TestTinyGemma3nMetalHost
+	// passes with SetChains(false)), so it runs every row there.
+	tail := len(m.layers)
+	if lastOnly && n > 1 && m.trace == nil && be.Synchronous() {
+		tail = m.sharedTail()
+	}
 	next := ar.Get(S, n, H)
 	for i := range m.layers {
 		m.perLay.Reset()
-		if err := m.layers[i].forward(m, cache, next, x, blocks.Stream(ple, i)); err != nil {
+		lple := blocks.Stream(ple, i)
+		if i >= tail {
+			if i == tail {
+				last, err := m.lastRow(x)
+				if err != nil {
+					return nil, err
+				}
+				x, next = last, ar.Get(S, 1, H)
+			}
+			lple = blocks.Rows(lple, n-1, 1)
+		}
+		if err := m.layers[i].forward(m, cache, next, x, lple); err != nil {
 			return nil, fmt.Errorf("gemma3n: %w", err)
 		}
 		x, next = next, x
@@ -132,6 +155,29 @@ func (m *Model) perLayerInputs(ids []int32, h0 *tensor.Tensor) (*tensor.Tensor, 
 	return out, nil
 }
 
+// sharedTail is the index of the first layer of the trailing run of
+// KV-shared layers: len(layers) when the last layer owns its cache.
+func (m *Model) sharedTail() int {
+	i := len(m.layers)
+	for i > 0 && m.layers[i-1].attn.Shared {
+		i--
+	}
+	return i
+}
+
+// lastRow copies the last row of every AltUp stream of x [S, n, H] into
+// a new [S, 1, H].
+func (m *Model) lastRow(x *tensor.Tensor) (*tensor.Tensor, error) {
+	S, n, H := x.Shape[0], x.Shape[1], x.Shape[2]
+	last := m.scratch.Get(S, 1, H)
+	for j := 0; j < S; j++ {
+		if err := m.be.Copy(blocks.Stream(last, j), blocks.Rows(blocks.Stream(x, j), n-1, 1)); err != nil {
+			return nil, err
+		}
+	}
+	return last, nil
+}
+
 // head turns the final AltUp streams into logits: streams 1.. are
 // unembedded and matched to stream 0's magnitude, all are averaged, then
 // the final norm, the tied lm_head and the softcap.
@@ -139,11 +185,9 @@ func (m *Model) head(x *tensor.Tensor, lastOnly bool) (*tensor.Tensor, error) {
 	c, be, ar := m.cfg, m.be, m.scratch
 	S, H, n := c.AltUpInputs, c.Hidden, x.Shape[1]
 	if lastOnly && n > 1 {
-		last := ar.Get(S, 1, H)
-		for j := 0; j < S; j++ {
-			if err := be.Copy(blocks.Stream(last, j), blocks.Rows(blocks.Stream(x, j), n-1, 1)); err != nil {
-				return nil, err
-			}
+		last, err := m.lastRow(x)
+		if err != nil {
+			return nil, err
 		}
 		x, n = last, 1
 	}
