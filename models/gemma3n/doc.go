@@ -14,6 +14,14 @@
 // runs as named steps: predict, input norm, laurel, attend, feedForward,
 // correct, perLayerInput (layer.forward in forward.go).
 //
+// KV sharing also shortens prefill: the trailing KV-shared layers write no
+// cache, so a chunk that only wants its last token's logits (every chunk
+// the engine prefills) runs them on that row alone (forward; the cache
+// gives those layers the tail of the shared view, kvcache.SharedTail).
+// That skips a third of E2B's layers for all but one token of each chunk,
+// and the cache and the last logits come out as from the whole pass. The
+// GPU backend still runs every row (see forward).
+//
 // Where mlx-lm and transformers disagree this package follows transformers
 // (the source of the golden tests) and says so: KV-shared layers rotate
 // their queries at the chunk's own positions (mlx-lm issue #1674 rotates

@@ -202,6 +202,25 @@
 //	go test -bench 'QuantMatMul/.*n=512/threads=1': 95.5-99.5 GFLOP/s (Zen
 //	  4 runs a 512-bit FMA in two halves: about 112 GFLOP/s a core at its
 //	  clock).
+//	go test -bench 'RowOps' ./tensor/cpu (1 thread, one 2048-wide row;
+//	  gaussian-topk on 8192), portable -> AVX2 kernels (kernels_amd64.s):
+//	  rmsnorm in place with a bfloat16 weight 4.8 -> 0.57 us, add 0.84 ->
+//	  0.22, mul 0.89 -> 0.23, scale 1.56 -> 0.20, gaussian-topk 21.0 ->
+//	  2.7. Timed one by one inside an E2B decode step (512 of context) the
+//	  norms cost more than in the benchmark, ~3 us, half of it reading a
+//	  row the other core just wrote.
+//	go test -bench 'GatedUpProj' ./tensor/cpu (cold weights and gates), 2
+//	  threads: whole product 321 us; gathering 5% of the rows 79, 15% 187,
+//	  25% 346 (1 thread: 461; 116, 314, 513). Scattered rows read at ~6
+//	  GB/s: each is a new page, beyond the hardware prefetcher.
+//	go test -bench 'QuantKernelL2' again (December 5, quiet): avx512 q4
+//	  27.3-29.0 GB/s, q8 37-43. A decode matvec reads 17-22 GB/s a core
+//	  from memory, so the kernel's compute is not far above the memory
+//	  rate and the two overlap imperfectly (2-thread matvecs at 30-37 GB/s
+//	  against a 42 GB/s read probe). The third byte limb is what precision
+//	  costs: with x rounded to 16 bits a group (two limbs, rounding to
+//	  nearest) the Gemma 3n golden tests missed by 0.8-2.5% of the largest
+//	  logit and the quantized-checkpoint tests by up to 9.5e-4 relative.
 //
 // AMD EPYC (Zen 3, family 25 model 1), 2 cores, AVX2 (no AVX-512), load
 // average 2-4 from other work (December 2026):
