@@ -317,25 +317,21 @@ func gaussianTopKRowSIMD(dst, x []float32, mult float64) {
 }
 
 // addSIMD is addKernel (d = x + y) with AVX.
-func addSIMD(d, x, y []float32) {
-	n := len(d)
-	x, y = x[:n], y[:n]
-	m := n &^ 7
-	if m > 0 {
-		addAVX(&d[0], &x[0], &y[0], m)
-	}
-	addKernel(d[m:], x[m:], y[m:])
-}
+func addSIMD(d, x, y []float32) { binaryAVX(d, x, y, addAVX, addKernel) }
 
 // mulSIMD is mulKernel (d = x * y) with AVX.
-func mulSIMD(d, x, y []float32) {
+func mulSIMD(d, x, y []float32) { binaryAVX(d, x, y, mulAVX, mulKernel) }
+
+// binaryAVX runs kernel over the whole blocks of eight values of d = x op
+// y and loop, its Go form, over the rest.
+func binaryAVX(d, x, y []float32, kernel func(dst, a, b *float32, n int), loop func(d, x, y []float32)) {
 	n := len(d)
 	x, y = x[:n], y[:n]
 	m := n &^ 7
 	if m > 0 {
-		mulAVX(&d[0], &x[0], &y[0], m)
+		kernel(&d[0], &x[0], &y[0], m)
 	}
-	mulKernel(d[m:], x[m:], y[m:])
+	loop(d[m:], x[m:], y[m:])
 }
 
 // scaleSIMD is scaleKernel (d = x * s) with AVX.
