@@ -303,7 +303,8 @@ func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, ss
 	panic("cpu: AVX2 kernel called without AVX2 support")
 }
 
-// The elementwise kernels have no NEON forms here: they are the Go loops.
+// The elementwise kernels have no NEON forms yet (they are small next to the
+// products): they are the Go loops.
 
 func addSIMD(d, x, y []float32)                          { addKernel(d, x, y) }
 func mulSIMD(d, x, y []float32)                          { mulKernel(d, x, y) }
