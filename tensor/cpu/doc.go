@@ -213,6 +213,12 @@
 //	  threads: whole product 321 us; gathering 5% of the rows 79, 15% 187,
 //	  25% 346 (1 thread: 461; 116, 314, 513). Scattered rows read at ~6
 //	  GB/s: each is a new page, beyond the hardware prefetcher.
+//	go test -bench 'SparseDownProj/.*/sparse/rows=(1|128)/kept=0.05/threads=2'
+//	  (two interleaved pairs), the column copy's factors in float32 ->
+//	  bfloat16 (the checkpoint's own; widened once per block for runs of
+//	  rows): avx512 one row 92-109 -> 71-107 us, 128 rows 4.7-5.4 ->
+//	  4.8-5.1 ms; avx2 one row 142-176 -> 94-96 us, 128 rows 5.7-6.7 ->
+//	  5.8-5.9 ms.
 //	go test -bench 'QuantKernelL2' again (December 5, quiet): avx512 q4
 //	  27.3-29.0 GB/s, q8 37-43. A decode matvec reads 17-22 GB/s a core
 //	  from memory, so the kernel's compute is not far above the memory

@@ -19,7 +19,7 @@ type gen struct{ b strings.Builder }
 func (g *gen) f(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) }
 
 // args is the Go signature both kernels share.
-const args = "y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int"
+const args = "y *float32, q *byte, qstride uintptr, s unsafe.Pointer, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int, half int"
 
 // text starts kernel name: its Go signature and doc as a comment, then
 // the TEXT directive.
@@ -29,7 +29,7 @@ func (g *gen) text(name string, doc ...string) {
 	for _, l := range doc {
 		g.f("// %s", l)
 	}
-	g.f("TEXT ·%s(SB), NOSPLIT, $0-80", name)
+	g.f("TEXT ·%s(SB), NOSPLIT, $0-88", name)
 }
 
 // colPrologue is the top of the per-column loop: prefetch the column 8
@@ -67,9 +67,11 @@ func (g *gen) avx512() {
 	g.text("spcol4AVX512",
 		"One block of 128 outputs of a 4-bit column matrix: for each group in",
 		"grp, acc = Σ val[k]·codes(column idx[k]) over its n columns, then",
-		"y += s[g]·acc + b[g]·hs. Z0-Z7 hold y, Z8-Z15 acc, Z29 the value,",
-		"Z30 hs, Z31 the nibble mask. The column 8 places ahead in idx is",
-		"prefetched: idx must have 8 readable entries past its last.")
+		"y += s[g]·acc + b[g]·hs, with float32 factors or, when half is not 0,",
+		"bfloat16 ones (sstride bytes from one group's factors to the next's).",
+		"Z0-Z7 hold y, Z8-Z15 acc, Z29 the value, Z30 hs, Z31 the nibble mask.",
+		"The column 8 places ahead in idx is prefetched: idx must have 8",
+		"readable entries past its last.")
 	g.f("\tMOVQ q+8(FP), SI")
 	g.f("\tMOVQ qstride+16(FP), R8")
 	g.f("\tMOVQ s+24(FP), R9")
@@ -109,12 +111,28 @@ func (g *gen) avx512() {
 	g.f("\tIMULQ R11, AX")
 	g.f("\tLEAQ (R9)(AX*1), BX")
 	g.f("\tADDQ R10, AX")
+	g.f("\tCMPQ half+80(FP), $0")
+	g.f("\tJNE flush16")
 	for i := 0; i < 8; i++ {
 		g.f("\tVFMADD231PS %s(BX), %s, %s", off(64*i), z(8+i), z(i))
 	}
 	for i := 0; i < 8; i++ {
 		g.f("\tVFMADD231PS %s(AX), Z30, %s", off(64*i), z(i))
 	}
+	g.f("\tJMP next")
+	// bfloat16 factors: widened to float32 by a 16-bit shift.
+	g.f("flush16:")
+	for i := 0; i < 8; i++ {
+		g.f("\tVPMOVZXWD %s(BX), %s", off(32*i), z(16+i))
+		g.f("\tVPSLLD $16, %s, %s", z(16+i), z(16+i))
+		g.f("\tVFMADD231PS %s, %s, %s", z(16+i), z(8+i), z(i))
+	}
+	for i := 0; i < 8; i++ {
+		g.f("\tVPMOVZXWD %s(AX), %s", off(32*i), z(16+i))
+		g.f("\tVPSLLD $16, %s, %s", z(16+i), z(16+i))
+		g.f("\tVFMADD231PS %s, Z30, %s", z(16+i), z(i))
+	}
+	g.f("next:")
 	g.f("\tADDQ $16, R14")
 	g.f("\tDECQ DI")
 	g.f("\tJNZ group")
@@ -179,6 +197,8 @@ func (g *gen) avx2() {
 	// Where each accumulator's 8 outputs sit in y, in bytes: for run r,
 	// the low nibbles of bytes 0-7 and 8-15 at 128r and 128r+32, the high
 	// nibbles at 128r+64 and 128r+96.
+	g.f("\tCMPQ half+80(FP), $0")
+	g.f("\tJNE flush16")
 	for i := 0; i < 8; i++ {
 		d := []int{0, 64, 32, 96, 128, 192, 160, 224}[i]
 		g.f("\tVMOVUPS %s(DI), Y15", off(d))
@@ -186,6 +206,21 @@ func (g *gen) avx2() {
 		g.f("\tVFMADD231PS %s(AX), Y13, Y15", off(d))
 		g.f("\tVMOVUPS Y15, %s(DI)", off(d))
 	}
+	g.f("\tJMP next")
+	// bfloat16 factors (half the byte offsets), widened by a 16-bit shift.
+	g.f("flush16:")
+	for i := 0; i < 8; i++ {
+		d := []int{0, 64, 32, 96, 128, 192, 160, 224}[i]
+		g.f("\tVPMOVZXWD %s(BX), Y8", off(d/2))
+		g.f("\tVPSLLD $16, Y8, Y8")
+		g.f("\tVPMOVZXWD %s(AX), Y9", off(d/2))
+		g.f("\tVPSLLD $16, Y9, Y9")
+		g.f("\tVMOVUPS %s(DI), Y15", off(d))
+		g.f("\tVFMADD231PS Y8, %s, Y15", y(i))
+		g.f("\tVFMADD231PS Y9, Y13, Y15")
+		g.f("\tVMOVUPS Y15, %s(DI)", off(d))
+	}
+	g.f("next:")
 	g.f("\tADDQ $16, R14")
 	g.f("\tDECQ R11")
 	g.f("\tJNZ group")

@@ -605,7 +605,8 @@ func interleave16(panel, rows []float32, in int) {
 
 // spcol4AVX512 is colBlockGo for 4-bit columns: y[0:128] from the groups
 // of one row's list, block base q, scales s and biases b of the block's
-// first output (sparse_amd64.s, written by gen_sparse.go).
+// first output, float32 or (half != 0) bfloat16 (sparse_amd64.s, written
+// by gen_sparse.go).
 //
 //go:noescape
-func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)
+func spcol4AVX512(y *float32, q *byte, qstride uintptr, s, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp, half int)

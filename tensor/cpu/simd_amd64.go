@@ -489,4 +489,4 @@ const haveColumnAVX2 = true
 // bytes, half its factors), with ymm registers (sparse_amd64.s).
 //
 //go:noescape
-func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)
+func spcol4AVX2(y *float32, q *byte, qstride uintptr, s, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp, half int)

@@ -2,7 +2,11 @@
 
 package cpu
 
-import "mlxchat/tensor"
+import (
+	"unsafe"
+
+	"mlxchat/tensor"
+)
 
 func haveSIMD() bool { return false }
 
@@ -112,13 +116,13 @@ func pv512(t *attnTile, v []float32, stride, bn int) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }
 
-func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int) {
+func spcol4AVX512(y *float32, q *byte, qstride uintptr, s, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp, half int) {
 	panic("cpu: AVX-512 kernel called without AVX-512 support")
 }
 
 const haveColumnAVX2 = false
 
-func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int) {
+func spcol4AVX2(y *float32, q *byte, qstride uintptr, s, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp, half int) {
 	panic("cpu: AVX2 kernel called without AVX2 support")
 }
 

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -38,22 +39,62 @@ type colMatrix struct {
 	// of 16 bytes yields two vectors of codes.
 	q []byte
 	// sb holds block ob's factors at ob*groups*2*colBlock: for each group,
-	// the block's colBlock scales, then its colBlock biases (zero past out).
-	sb []float32
+	// the block's colBlock scales, then its colBlock biases (zero past
+	// out). sb16 holds them instead, as bfloat16, when the matrix's own
+	// scales and biases are bfloat16: the same values in half the bytes,
+	// which a sparse product reads for nearly every group. One is nil.
+	sb   []float32
+	sb16 []uint16
 }
 
 // blockBytes is the length of one output block of one column.
 func (cm *colMatrix) blockBytes() int { return colBlock * cm.bits / 8 }
 
-// blockQ and blockSB return block ob's codes and factors.
+// blockQ returns block ob's codes.
 func (cm *colMatrix) blockQ(ob int) []byte {
 	n := cm.in * cm.blockBytes()
 	return cm.q[ob*n : (ob+1)*n]
 }
 
-func (cm *colMatrix) blockSB(ob int) []float32 {
-	n := cm.groups * 2 * colBlock
-	return cm.sb[ob*n : (ob+1)*n]
+// factorIndex is the index in sb (or sb16) of factor i of block ob, i
+// counted from the block's first (group g's scales at g*2*colBlock, its
+// biases colBlock after them).
+func (cm *colMatrix) factorIndex(ob, i int) int { return ob*cm.groups*2*colBlock + i }
+
+// blockFactors is where a column kernel reads one block's factors: p
+// points at the first, float32 or (half == 1) bfloat16.
+type blockFactors struct {
+	p    unsafe.Pointer
+	half int
+}
+
+// size is the size of one factor.
+func (f blockFactors) size() int { return 4 - 2*f.half }
+
+// blockFactors returns block ob's factors in place.
+func (cm *colMatrix) blockFactors(ob int) blockFactors {
+	if cm.sb16 != nil {
+		return blockFactors{unsafe.Pointer(&cm.sb16[cm.factorIndex(ob, 0)]), 1}
+	}
+	return blockFactors{unsafe.Pointer(&cm.sb[cm.factorIndex(ob, 0)]), 0}
+}
+
+// factor returns factor i of block ob.
+func (cm *colMatrix) factor(ob, i int) float32 {
+	if cm.sb16 != nil {
+		return math.Float32frombits(uint32(cm.sb16[cm.factorIndex(ob, i)]) << 16)
+	}
+	return cm.sb[cm.factorIndex(ob, i)]
+}
+
+// setFactor stores factor i of block ob: v must come from the matrix's
+// own scales or biases, so it is exact in bfloat16 when those are.
+func (cm *colMatrix) setFactor(ob, i int, v float32) {
+	if cm.sb16 != nil {
+		cm.sb16[cm.factorIndex(ob, i)] = uint16(math.Float32bits(v) >> 16)
+		return
+	}
+	cm.sb[cm.factorIndex(ob, i)] = v
 }
 
 // colCache holds the column form of each matrix SparseMatMul has seen,
@@ -104,7 +145,11 @@ func (b *Backend) buildColumns(w *tensor.Matrix) *colMatrix {
 	cm.outPad = (w.Out + colBlock - 1) / colBlock * colBlock
 	blocks := cm.outPad / colBlock
 	cm.q = make([]byte, blocks*cm.in*cm.blockBytes())
-	cm.sb = make([]float32, blocks*cm.groups*2*colBlock)
+	if n := blocks * cm.groups * 2 * colBlock; w.Scales.DType == tensor.BF16 && w.Biases.DType == tensor.BF16 {
+		cm.sb16 = make([]uint16, n)
+	} else {
+		cm.sb = make([]float32, n)
+	}
 	bb := cm.blockBytes()
 	b.pool.run(blocks, func(ob int) {
 		codesBuf := b.getBuf(2 * cm.in)
@@ -114,7 +159,7 @@ func (b *Backend) buildColumns(w *tensor.Matrix) *colMatrix {
 		rowBuf := b.getBuf(2 * cm.groups)
 		defer b.putBuf(rowBuf)
 		row := *rowBuf
-		q, sb := cm.blockQ(ob), cm.blockSB(ob)
+		q := cm.blockQ(ob)
 		for r := 0; r < colBlock; r++ {
 			o := ob*colBlock + r
 			if o >= cm.out {
@@ -122,8 +167,8 @@ func (b *Backend) buildColumns(w *tensor.Matrix) *colMatrix {
 			}
 			rowScales(row, w, o)
 			for g := 0; g < cm.groups; g++ {
-				sb[g*2*colBlock+r] = row[g]
-				sb[g*2*colBlock+colBlock+r] = row[cm.groups+g]
+				cm.setFactor(ob, g*2*colBlock+r, row[g])
+				cm.setFactor(ob, g*2*colBlock+colBlock+r, row[cm.groups+g])
 			}
 			if cm.bits == 8 {
 				rowCodes(lo, w, o)
@@ -314,15 +359,26 @@ func (b *Backend) sparseRows(y, x []float32, n int, cm *colMatrix, counts []int)
 	runs := (n + rowsPer - 1) / rowsPer
 	b.pool.run(blocks*runs, func(t int) {
 		ob, r0 := t%blocks, t/blocks*rowsPer
+		f := cm.blockFactors(ob)
+		if f.half == 1 && rowsPer > 1 && b.simd {
+			// Widening bfloat16 in the kernel costs two instructions per
+			// vector of factors and row; over many rows the block's
+			// factors come from L2 anyway, so widen them once.
+			nf := cm.groups * 2 * colBlock
+			buf := b.getBuf(nf)
+			defer b.putBuf(buf)
+			cvtSIMD(*buf, cm.sb16[cm.factorIndex(ob, 0):][:nf], false)
+			f = blockFactors{unsafe.Pointer(&(*buf)[0]), 0}
+		}
 		for r := r0; r < min(n, r0+rowsPer); r++ {
-			b.colBlockOut(y[r*cm.out:(r+1)*cm.out], cm, ob, &lists[r])
+			b.colBlockOut(y[r*cm.out:(r+1)*cm.out], cm, ob, f, &lists[r])
 		}
 	})
 }
 
 // colBlockOut writes outputs ob*colBlock... of one row (y has cm.out
-// values) from its list.
-func (b *Backend) colBlockOut(y []float32, cm *colMatrix, ob int, l *spList) {
+// values) from its list, with the block's factors read from f.
+func (b *Backend) colBlockOut(y []float32, cm *colMatrix, ob int, f blockFactors, l *spList) {
 	o0 := ob * colBlock
 	var tmp [colBlock]float32
 	dst := tmp[:]
@@ -333,15 +389,15 @@ func (b *Backend) colBlockOut(y []float32, cm *colMatrix, ob int, l *spList) {
 	case len(l.grp) == 0:
 		clear(dst)
 	case b.avx512 && cm.bits == 4:
-		sb := cm.blockSB(ob)
-		spcol4AVX512(&dst[0], &cm.blockQ(ob)[0], uintptr(cm.blockBytes()), &sb[0], &sb[colBlock], 2*colBlock*4,
-			unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp))
+		fb := f.size()
+		spcol4AVX512(&dst[0], &cm.blockQ(ob)[0], uintptr(cm.blockBytes()), f.p, unsafe.Add(f.p, colBlock*fb), uintptr(2*colBlock*fb),
+			unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp), f.half)
 	case b.simd && haveColumnAVX2 && cm.bits == 4:
-		sb := cm.blockSB(ob)
+		fb := f.size()
 		q := cm.blockQ(ob)
 		for h := 0; h < 2; h++ {
-			spcol4AVX2(&dst[64*h], &q[32*h], uintptr(cm.blockBytes()), &sb[64*h], &sb[colBlock+64*h], 2*colBlock*4,
-				unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp))
+			spcol4AVX2(&dst[64*h], &q[32*h], uintptr(cm.blockBytes()), unsafe.Add(f.p, 64*h*fb), unsafe.Add(f.p, (colBlock+64*h)*fb), uintptr(2*colBlock*fb),
+				unsafe.SliceData(l.idx), unsafe.SliceData(l.val), unsafe.SliceData(l.grp), len(l.grp), f.half)
 		}
 	default:
 		colBlockGo(dst, cm, ob, l)
@@ -357,7 +413,7 @@ func (b *Backend) colBlockOut(y []float32, cm *colMatrix, ob int, l *spList) {
 func colBlockGo(y []float32, cm *colMatrix, ob int, l *spList) {
 	var yacc, acc [colBlock]float32
 	bb := cm.blockBytes()
-	q, sb := cm.blockQ(ob), cm.blockSB(ob)
+	q := cm.blockQ(ob)
 	p := 0
 	for _, e := range l.grp {
 		acc = [colBlock]float32{}
@@ -378,10 +434,10 @@ func colBlockGo(y []float32, cm *colMatrix, ob int, l *spList) {
 				}
 			}
 		}
-		f := sb[int(e.g)*2*colBlock:][:2*colBlock]
+		g0 := int(e.g) * 2 * colBlock
 		for r := range yacc {
-			yacc[r] += f[r] * acc[r]
-			yacc[r] += f[colBlock+r] * e.hs
+			yacc[r] += cm.factor(ob, g0+r) * acc[r]
+			yacc[r] += cm.factor(ob, g0+colBlock+r) * e.hs
 		}
 	}
 	copy(y, yacc[:])

@@ -5,14 +5,16 @@
 
 #include "textflag.h"
 
-// func spcol4AVX512(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)
+// func spcol4AVX512(y *float32, q *byte, qstride uintptr, s unsafe.Pointer, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int, half int)
 //
 // One block of 128 outputs of a 4-bit column matrix: for each group in
 // grp, acc = Σ val[k]·codes(column idx[k]) over its n columns, then
-// y += s[g]·acc + b[g]·hs. Z0-Z7 hold y, Z8-Z15 acc, Z29 the value,
-// Z30 hs, Z31 the nibble mask. The column 8 places ahead in idx is
-// prefetched: idx must have 8 readable entries past its last.
-TEXT ·spcol4AVX512(SB), NOSPLIT, $0-80
+// y += s[g]·acc + b[g]·hs, with float32 factors or, when half is not 0,
+// bfloat16 ones (sstride bytes from one group's factors to the next's).
+// Z0-Z7 hold y, Z8-Z15 acc, Z29 the value, Z30 hs, Z31 the nibble mask.
+// The column 8 places ahead in idx is prefetched: idx must have 8
+// readable entries past its last.
+TEXT ·spcol4AVX512(SB), NOSPLIT, $0-88
 	MOVQ q+8(FP), SI
 	MOVQ qstride+16(FP), R8
 	MOVQ s+24(FP), R9
@@ -92,6 +94,8 @@ flush:
 	IMULQ R11, AX
 	LEAQ (R9)(AX*1), BX
 	ADDQ R10, AX
+	CMPQ half+80(FP), $0
+	JNE flush16
 	VFMADD231PS 0(BX), Z8, Z0
 	VFMADD231PS 64(BX), Z9, Z1
 	VFMADD231PS 128(BX), Z10, Z2
@@ -108,6 +112,57 @@ flush:
 	VFMADD231PS 320(AX), Z30, Z5
 	VFMADD231PS 384(AX), Z30, Z6
 	VFMADD231PS 448(AX), Z30, Z7
+	JMP next
+flush16:
+	VPMOVZXWD 0(BX), Z16
+	VPSLLD $16, Z16, Z16
+	VFMADD231PS Z16, Z8, Z0
+	VPMOVZXWD 32(BX), Z17
+	VPSLLD $16, Z17, Z17
+	VFMADD231PS Z17, Z9, Z1
+	VPMOVZXWD 64(BX), Z18
+	VPSLLD $16, Z18, Z18
+	VFMADD231PS Z18, Z10, Z2
+	VPMOVZXWD 96(BX), Z19
+	VPSLLD $16, Z19, Z19
+	VFMADD231PS Z19, Z11, Z3
+	VPMOVZXWD 128(BX), Z20
+	VPSLLD $16, Z20, Z20
+	VFMADD231PS Z20, Z12, Z4
+	VPMOVZXWD 160(BX), Z21
+	VPSLLD $16, Z21, Z21
+	VFMADD231PS Z21, Z13, Z5
+	VPMOVZXWD 192(BX), Z22
+	VPSLLD $16, Z22, Z22
+	VFMADD231PS Z22, Z14, Z6
+	VPMOVZXWD 224(BX), Z23
+	VPSLLD $16, Z23, Z23
+	VFMADD231PS Z23, Z15, Z7
+	VPMOVZXWD 0(AX), Z16
+	VPSLLD $16, Z16, Z16
+	VFMADD231PS Z16, Z30, Z0
+	VPMOVZXWD 32(AX), Z17
+	VPSLLD $16, Z17, Z17
+	VFMADD231PS Z17, Z30, Z1
+	VPMOVZXWD 64(AX), Z18
+	VPSLLD $16, Z18, Z18
+	VFMADD231PS Z18, Z30, Z2
+	VPMOVZXWD 96(AX), Z19
+	VPSLLD $16, Z19, Z19
+	VFMADD231PS Z19, Z30, Z3
+	VPMOVZXWD 128(AX), Z20
+	VPSLLD $16, Z20, Z20
+	VFMADD231PS Z20, Z30, Z4
+	VPMOVZXWD 160(AX), Z21
+	VPSLLD $16, Z21, Z21
+	VFMADD231PS Z21, Z30, Z5
+	VPMOVZXWD 192(AX), Z22
+	VPSLLD $16, Z22, Z22
+	VFMADD231PS Z22, Z30, Z6
+	VPMOVZXWD 224(AX), Z23
+	VPSLLD $16, Z23, Z23
+	VFMADD231PS Z23, Z30, Z7
+next:
 	ADDQ $16, R14
 	DECQ DI
 	JNZ group
@@ -124,14 +179,14 @@ done:
 	VZEROUPPER
 	RET
 
-// func spcol4AVX2(y *float32, q *byte, qstride uintptr, s *float32, b *float32, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int)
+// func spcol4AVX2(y *float32, q *byte, qstride uintptr, s unsafe.Pointer, b unsafe.Pointer, sstride uintptr, idx *int32, val *float32, grp *spGroup, ngrp int, half int)
 //
 // spcol4AVX512 for half a block: 64 outputs, whose codes are two 16-byte
 // runs (32 bytes at q within each column) and whose factors start at s
 // and b. y is zeroed, then accumulated in memory at each group; Y0-Y7
 // hold acc (run 0 bytes 0-7 low, high; bytes 8-15 low, high; run 1
 // likewise), Y12 the value, Y13 hs, Y14 the nibble mask.
-TEXT ·spcol4AVX2(SB), NOSPLIT, $0-80
+TEXT ·spcol4AVX2(SB), NOSPLIT, $0-88
 	MOVQ y+0(FP), DI
 	MOVQ q+8(FP), SI
 	MOVQ qstride+16(FP), R8
@@ -214,6 +269,8 @@ flush:
 	IMULQ sstride+40(FP), AX
 	LEAQ (R9)(AX*1), BX
 	ADDQ R10, AX
+	CMPQ half+80(FP), $0
+	JNE flush16
 	VMOVUPS 0(DI), Y15
 	VFMADD231PS 0(BX), Y0, Y15
 	VFMADD231PS 0(AX), Y13, Y15
@@ -246,6 +303,73 @@ flush:
 	VFMADD231PS 224(BX), Y7, Y15
 	VFMADD231PS 224(AX), Y13, Y15
 	VMOVUPS Y15, 224(DI)
+	JMP next
+flush16:
+	VPMOVZXWD 0(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 0(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 0(DI), Y15
+	VFMADD231PS Y8, Y0, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 0(DI)
+	VPMOVZXWD 32(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 32(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 64(DI), Y15
+	VFMADD231PS Y8, Y1, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 64(DI)
+	VPMOVZXWD 16(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 16(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 32(DI), Y15
+	VFMADD231PS Y8, Y2, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 32(DI)
+	VPMOVZXWD 48(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 48(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 96(DI), Y15
+	VFMADD231PS Y8, Y3, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 96(DI)
+	VPMOVZXWD 64(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 64(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 128(DI), Y15
+	VFMADD231PS Y8, Y4, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 128(DI)
+	VPMOVZXWD 96(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 96(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 192(DI), Y15
+	VFMADD231PS Y8, Y5, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 192(DI)
+	VPMOVZXWD 80(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 80(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 160(DI), Y15
+	VFMADD231PS Y8, Y6, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 160(DI)
+	VPMOVZXWD 112(BX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 112(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VMOVUPS 224(DI), Y15
+	VFMADD231PS Y8, Y7, Y15
+	VFMADD231PS Y9, Y13, Y15
+	VMOVUPS Y15, 224(DI)
+next:
 	ADDQ $16, R14
 	DECQ R11
 	JNZ group

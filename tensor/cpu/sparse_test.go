@@ -58,14 +58,21 @@ func TestSparseColumnsKernel(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(43, 44))
 	const in, out, gs = 512, 384, 64
-	m, err := tensor.QuantizeAffine(randF32(rng, out*in, 0.05), out, in, 4, gs, tensor.BF16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, level := range levels {
+	for _, c := range []struct {
+		level kernelLevel
+		dt    tensor.DType // of the scales and biases: bfloat16 ones stay bfloat16 in the copy
+	}{{levels[0], tensor.BF16}, {levels[0], tensor.F16}, {levels[len(levels)-1], tensor.BF16}, {levels[len(levels)-1], tensor.F16}} {
+		level := c.level
+		m, err := tensor.QuantizeAffine(randF32(rng, out*in, 0.05), out, in, 4, gs, c.dt)
+		if err != nil {
+			t.Fatal(err)
+		}
 		b := newBackendLevel(1, level)
 		defer b.Close()
 		cm := b.buildColumns(m)
+		if (cm.sb16 != nil) != (c.dt == tensor.BF16) {
+			t.Fatalf("%s scales: column copy holds bfloat16 factors %v", c.dt, cm.sb16 != nil)
+		}
 		for _, density := range []float64{0, 0.02, 0.3, 1} {
 			x := randF32(rng, in, 1)
 			for i := range x {
@@ -82,7 +89,7 @@ func TestSparseColumnsKernel(t *testing.T) {
 				for i := range y {
 					y[i] = 7 // every output of the block must be written
 				}
-				b.colBlockOut(y, cm, ob, &l)
+				b.colBlockOut(y, cm, ob, cm.blockFactors(ob), &l)
 				got := y[ob*colBlock : (ob+1)*colBlock]
 				for r := range got {
 					d := float64(got[r] - want[r])
@@ -90,7 +97,7 @@ func TestSparseColumnsKernel(t *testing.T) {
 						d = -d
 					}
 					if a := float64(want[r]); d > 1e-5*(1+max(a, -a)) {
-						t.Fatalf("%s, density %g block %d output %d: %g, Go %g", level, density, ob, r, got[r], want[r])
+						t.Fatalf("%s, %s factors, density %g block %d output %d: %g, Go %g", level, c.dt, density, ob, r, got[r], want[r])
 					}
 				}
 			}
