@@ -163,6 +163,23 @@ func TestRMSNorm(t *testing.T) {
 	}
 }
 
+// refRMSNorm is RMSNorm's definition in float64 for the rows of n values
+// of x, weighted by w.
+func refRMSNorm(x, w []float32, n int, eps float64) []float64 {
+	want := make([]float64, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		var ss float64
+		for _, v := range x[r*n : (r+1)*n] {
+			ss += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(ss/float64(n)+eps)
+		for i := 0; i < n; i++ {
+			want[r*n+i] = float64(x[r*n+i]) * inv * float64(w[i])
+		}
+	}
+	return want
+}
+
 func testRMSNorm(t *testing.T, b *Backend) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	const rows, n, eps = 5, 67, 1e-6
@@ -181,17 +198,7 @@ func testRMSNorm(t *testing.T, b *Backend) {
 			}
 			wd, _ = wt.ToF32()
 		}
-		want := make([]float64, rows*n)
-		for r := 0; r < rows; r++ {
-			var ss float64
-			for _, v := range xv[r*n : (r+1)*n] {
-				ss += float64(v) * float64(v)
-			}
-			inv := 1 / math.Sqrt(ss/n+eps)
-			for i := 0; i < n; i++ {
-				want[r*n+i] = float64(xv[r*n+i]) * inv * float64(wd[i])
-			}
-		}
+		want := refRMSNorm(xv, wd, n, eps)
 		dst := b.Alloc(rows, n)
 		if err := b.RMSNorm(dst, mustT(t, xv, rows, n), wt, eps); err != nil {
 			t.Fatal(err)

@@ -52,17 +52,7 @@ func TestRMSNormInPlaceLevels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 22))
 	const n, eps = 2051, 1e-6
 	xv, wv := randF32(rng, 2*n, 4), randF32(rng, n, 1)
-	want := make([]float64, 2*n)
-	for r := 0; r < 2; r++ {
-		var ss float64
-		for _, v := range xv[r*n : (r+1)*n] {
-			ss += float64(v) * float64(v)
-		}
-		inv := 1 / math.Sqrt(ss/n+eps)
-		for i := 0; i < n; i++ {
-			want[r*n+i] = float64(xv[r*n+i]) * inv * float64(wv[i])
-		}
-	}
+	want := refRMSNorm(xv, wv, n, eps)
 	for _, l := range availableLevels() {
 		b := newBackendLevel(2, l)
 		x := mustT(t, append([]float32(nil), xv...), 2, n)

@@ -1814,6 +1814,10 @@ done:
 
 // GaussianTopK's passes over a row of n floats, n a multiple of 8.
 
+// HSUMPD leaves Y0 + Y1, summed over their float64 lanes, in X0 (X1 is
+// clobbered).
+#define HSUMPD VADDPD Y1, Y0, Y0; VEXTRACTF128 $1, Y0, X1; VADDPD X1, X0, X0; VPERMILPD $1, X0, X1; VADDSD X1, X0, X0
+
 // func sumF64AVX(x *float32, n int) float64   Σ x in float64
 TEXT ·sumF64AVX(SB), NOSPLIT, $0-24
 	MOVQ   x+0(FP), SI
@@ -1833,11 +1837,7 @@ loop:
 	JNZ       loop
 
 done:
-	VADDPD       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD       X1, X0, X0
-	VPERMILPD    $1, X0, X1
-	VADDSD       X1, X0, X0
+	HSUMPD
 	VMOVSD       X0, ret+16(FP)
 	VZEROUPPER
 	RET
@@ -1864,11 +1864,7 @@ loop:
 	JNZ         loop
 
 done:
-	VADDPD       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD       X1, X0, X0
-	VPERMILPD    $1, X0, X1
-	VADDSD       X1, X0, X0
+	HSUMPD
 	VMOVSD       X0, ret+24(FP)
 	VZEROUPPER
 	RET
