@@ -24,20 +24,12 @@ type gpuProfiler interface {
 	StopProfile() (gpu.Profile, error)
 }
 
-// weightCopier is implemented by backends that copy weights in the
-// background after their first use (the CPU backend's huge-page copies).
-type weightCopier interface {
-	WaitWeights()
-}
-
 // benchCmd prints prefill and decode speed for each --prompt-lens entry,
 // then peak RSS, weight bytes and the decode roofline fraction. On a GPU
 // backend the roofline is taken against the GPU's own memory bandwidth
 // (a copy kernel's bytes read plus written per second), a short warm-up
 // run uploads the weights before the first measured row, and each row is
-// followed by the kernel launches and host syncs per decoded token. On
-// every backend a short warm-up run comes first (GPU uploads, the CPU's
-// huge-page copies of the weights).
+// followed by the kernel launches and host syncs per decoded token.
 func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	b, closeModel, err := openBundle(ctx, c, model, io_.Stderr)
 	if err != nil {
@@ -53,24 +45,19 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		model, info.ModelType, info.Backend, c.threadCount(), bytesize.Format(info.WeightBytes))
 	s := c.settings()
 	var bw float64
-	g, onGPU := b.Backend.(gpuBandwidth)
-	if onGPU {
+	if g, ok := b.Backend.(gpuBandwidth); ok {
 		var err error
 		if bw, err = g.MeasureBandwidth(c.bandwidthMB << 20); err != nil {
 			return fmt.Errorf("%s bandwidth probe: %w", info.Backend, err)
 		}
-		fmt.Fprintf(io_.Stdout, "GPU memory bandwidth %.1f GB/s (measured: copy kernel, bytes read + written)\n\n", bw/1e9)
-	}
-	// The first forward pass uploads the weights and builds the pipelines
-	// on a GPU, and on the CPU queues the copies of the weights into huge
-	// pages: keep that out of the first row.
-	if _, err := engine.Bench(ctx, b, s, min(16, s.PrefillChunk), 2); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	if wc, ok := b.Backend.(weightCopier); ok {
-		wc.WaitWeights()
-	}
-	if !onGPU {
+		fmt.Fprintf(io_.Stdout, "GPU memory bandwidth %.1f GB/s (measured: copy kernel, bytes read + written)\n", bw/1e9)
+		// The first forward pass uploads the weights and builds the
+		// pipelines: keep that out of the first row.
+		if _, err := engine.Bench(ctx, b, s, min(16, s.PrefillChunk), 2); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		fmt.Fprintln(io_.Stdout)
+	} else {
 		bw = cpu.MeasureReadBandwidth(c.bandwidthMB<<20, c.threadCount()) * 1e9
 		fmt.Fprintf(io_.Stdout, "memory read bandwidth %.1f GB/s (measured)\n\n", bw/1e9)
 	}

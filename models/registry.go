@@ -124,9 +124,11 @@ func build(dir string, backend tensor.Backend, open func(dir string) (*checkpoin
 		if err != nil {
 			return nil, err
 		}
-		if err := ck.OfferWeights(backend); err != nil {
-			ck.Close()
-			return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
+		if wm, ok := backend.(tensor.WeightMapper); ok && !ck.HeadersOnly() {
+			if err := ck.MapWeights(wm); err != nil {
+				ck.Close()
+				return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
+			}
 		}
 		m, err := a.build(ck, backend)
 		if err != nil {

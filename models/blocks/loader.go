@@ -225,8 +225,7 @@ func Tied(ck *checkpoint.Checkpoint, text *checkpoint.Config, def bool) (bool, e
 	return def, nil
 }
 
-// Open opens the checkpoint in dir, offers its weight files to be
-// (Checkpoint.OfferWeights, as models.Load does) and builds a model with
+// Open opens the checkpoint in dir and builds a model from it with
 // newModel, which owns the checkpoint from then on; when newModel fails,
 // the checkpoint is closed before the error is returned. Every family's
 // Load is this call with its own New.
@@ -235,11 +234,6 @@ func Open[M any](dir string, be tensor.Backend, newModel func(*checkpoint.Checkp
 	if err != nil {
 		var zero M
 		return zero, err
-	}
-	if err := ck.OfferWeights(be); err != nil {
-		ck.Close()
-		var zero M
-		return zero, fmt.Errorf("loading %s: %w", dir, err)
 	}
 	m, err := newModel(ck, be)
 	if err != nil {

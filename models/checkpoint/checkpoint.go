@@ -280,19 +280,6 @@ func (c *Checkpoint) MapWeights(m tensor.WeightMapper) error {
 	return nil
 }
 
-// OfferWeights gives the weight files' mappings to be when it reads
-// weights in place or copies them out (tensor.WeightMapper: Metal wraps
-// them, the CPU backend copies the matrices it multiplies into huge
-// pages); other backends, and checkpoints opened by OpenHeaders, are left
-// as they are. Every loader calls it before building a model.
-func (c *Checkpoint) OfferWeights(be tensor.Backend) error {
-	wm, ok := be.(tensor.WeightMapper)
-	if !ok || c.headersOnly {
-		return nil
-	}
-	return c.MapWeights(wm)
-}
-
 // Close unmaps every weight file, after telling the backends given to
 // MapWeights to let go of them. Tensors obtained from the checkpoint must
 // not be used afterwards.

@@ -612,37 +612,3 @@ func TestOpenHeaders(t *testing.T) {
 		}
 	}
 }
-
-// mapperBackend is a backend that only takes weight mappings.
-type mapperBackend struct {
-	tensor.Backend
-	*mapper
-}
-
-// TestOfferWeights checks that loaders hand the mappings to backends that
-// take them (every shard once), and to no other backend or from a
-// checkpoint that read only headers.
-func TestOfferWeights(t *testing.T) {
-	dir := writeTiny(t, synth.Options{Bits: 4, Seed: 9, ShardBytes: 200 << 10})
-	c := open(t, dir)
-	m := &mapper{mapped: map[uintptr]int{}}
-	if err := c.OfferWeights(mapperBackend{mapper: m}); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.mapped) != len(c.Files()) || len(m.mapped) < 2 {
-		t.Fatalf("%d regions offered for %d files", len(m.mapped), len(c.Files()))
-	}
-	var plain struct{ tensor.Backend }
-	if err := c.OfferWeights(plain); err != nil {
-		t.Fatalf("a backend that takes no mappings: %v", err)
-	}
-	h, err := checkpoint.OpenHeaders(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	m2 := &mapper{mapped: map[uintptr]int{}}
-	if err := h.OfferWeights(mapperBackend{mapper: m2}); err != nil || m2.calls != 0 {
-		t.Fatalf("headers only: %v, %d regions offered", err, m2.calls)
-	}
-}

@@ -3,14 +3,12 @@ package gemma3n
 import (
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"mlxchat/kvcache"
-	"mlxchat/models/checkpoint"
 	"mlxchat/models/familytest"
 	"mlxchat/tensor/cpu"
 )
@@ -83,7 +81,6 @@ func benchE2BDecode(b *testing.B, ctx int) {
 			b.Fatal(err)
 		}
 	}
-	be.WaitWeights() // and let the backend's huge-page copies finish
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -101,68 +98,6 @@ func benchE2BDecode(b *testing.B, ctx int) {
 	b.ReportMetric(bw/1e9, "GB/s-read")
 	b.ReportMetric(float64(m.WeightBytes())*tps/bw, "roofline")
 	b.ReportMetric(peakRSS()/1e6, "peakRSS-MB")
-}
-
-// BenchmarkE2BDecodeCopies compares decode from the checkpoint's file
-// mapping with decode from the CPU backend's huge-page copies of the
-// matrices (tensor/cpu resident.go): two models of the same checkpoint on
-// two backends, one built without offering the mapping (so nothing is
-// copied), after a 512-token prompt each, decode steps alternating in
-// groups of four; it reports the median milliseconds per token of each.
-func BenchmarkE2BDecodeCopies(b *testing.B) {
-	dir := os.Getenv("MLXCHAT_E2B_DIR")
-	if dir == "" {
-		b.Skip("MLXCHAT_E2B_DIR is not set")
-	}
-	var models [2]*Model
-	var caches [2]*kvcache.Cache
-	for k := range models {
-		be := cpu.New(runtime.NumCPU())
-		b.Cleanup(be.Close)
-		var m *Model
-		var err error
-		if k == 0 {
-			var ck *checkpoint.Checkpoint
-			if ck, err = checkpoint.Open(dir); err == nil {
-				m, err = New(ck, be) // the mapping is not offered: no copies
-			}
-		} else {
-			m, err = Load(dir, be)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { m.Close() })
-		c, err := m.NewCache(kvcache.DefaultOptions())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := m.Forward(c, randomIDs(1, 512, m.Config().VocabSize), true); err != nil {
-			b.Fatal(err)
-		}
-		be.WaitWeights()
-		models[k], caches[k] = m, c
-	}
-	var ms [2][]float64
-	next := [2]int32{1000, 1000}
-	i := 0
-	for b.Loop() {
-		k := i / 4 % 2
-		st := time.Now()
-		lg, err := models[k].Forward(caches[k], []int32{next[k]}, true)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ms[k] = append(ms[k], time.Since(st).Seconds()*1e3)
-		next[k] = familytest.Argmax(lg.F32())
-		i++
-	}
-	for k, name := range []string{"mapped-ms/token", "copies-ms/token"} {
-		if len(ms[k]) > 0 {
-			slices.Sort(ms[k])
-			b.ReportMetric(ms[k][len(ms[k])/2], name)
-		}
-	}
 }
 
 func BenchmarkE2BPrefill(b *testing.B) {

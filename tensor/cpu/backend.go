@@ -20,14 +20,9 @@ type Backend struct {
 	bufs    slicePool[float32] // scratch, so hot ops do not feed the GC
 	keyPos  slicePool[int]     // Attention's key positions, one per key column
 	cols    *colCache          // column copies of the matrices SparseMatMul has seen
-	// resident holds huge-page copies of the mapped matrices it multiplies.
-	resident *residentSet
 }
 
-var (
-	_ tensor.Backend      = (*Backend)(nil)
-	_ tensor.WeightMapper = (*Backend)(nil)
-)
+var _ tensor.Backend = (*Backend)(nil)
 
 // New returns a CPU backend that uses up to threads cores; threads <= 0
 // means runtime.NumCPU().
@@ -86,25 +81,18 @@ func newBackend(threads int, simd bool) *Backend {
 // the machine must support).
 func newBackendLevel(threads int, l kernelLevel) *Backend {
 	b := &Backend{threads: threads, pool: newPool(threads), simd: l >= levelAVX2, avx512: l >= levelAVX512, cols: &colCache{}}
-	b.resident = newResidentSet()
-	// Helpers hold the pool, and the copier the resident set, not the
-	// Backend, so a Backend nobody closed can still be collected; they stop
-	// then.
+	// Helpers hold the pool, not the Backend, so a Backend nobody closed
+	// can still be collected; its helpers stop then.
 	runtime.AddCleanup(b, func(p *pool) { p.close() }, b.pool)
-	runtime.AddCleanup(b, func(r *residentSet) { r.close() }, b.resident)
 	return b
 }
 
 // Threads is the number of cores the backend spreads work over.
 func (b *Backend) Threads() int { return b.threads }
 
-// Close stops the backend's helper goroutines and its weight copier
-// (copies already made stay until UnmapWeights). Ops called afterwards, or
+// Close stops the backend's helper goroutines. Ops called afterwards, or
 // running meanwhile, still complete, on their calling goroutines only.
-func (b *Backend) Close() {
-	b.pool.close()
-	b.resident.close()
-}
+func (b *Backend) Close() { b.pool.close() }
 
 // Name returns "cpu".
 func (b *Backend) Name() string { return "cpu" }

@@ -56,14 +56,6 @@
 //     decodes its views.
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
-//   - resident.go, hugepages_linux.go: MapWeights/UnmapWeights
-//     (tensor.WeightMapper). Where Linux gives transparent huge pages, a
-//     background goroutine at the lowest priority copies each matrix the
-//     backend multiplies out of the checkpoint's file mapping into 2 MiB
-//     pages after its first use (files of 64 MiB or more; gathered tables
-//     stay mapped) and drops the copied file pages; products switch to the
-//     copy when it is ready. WaitWeights waits for the queued copies
-//     (`mlxchat bench` calls it after its warm-up).
 //
 // Numerics. Decode (n < 4 x rows, and rows left over after blocks of
 // four) rounds x per group to an integer grid fine enough that the
@@ -191,18 +183,6 @@
 //	  runs (2-thread read bandwidth ~35 GB/s that day): 20.1 -> 23.3
 //	  tok/s; with -cpu 1 (one thread runs the products) 12.5 -> 15.3.
 //	go test -bench 'ReadBandwidth': 30.8 GB/s on 1 core, 61.6 on 2.
-//	MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run XXX -bench
-//	  'E2BDecodeCopies' -benchtime 240x (decode after 512 tokens from the
-//	  file mapping -> from the huge-page copies, steps alternating; four
-//	  runs): 44.83 -> 43.79, 45.61 -> 43.83, 52.43 -> 50.37, 52.82 ->
-//	  50.40 ms a token (2-5% faster). The streaming product alone does not
-//	  change (go test -run XXX -bench ResidentMatVec -benchtime 1000x
-//	  ./tensor/cpu, mapped vs copies: 2048->8192 29.0 vs 28.8 GB/s,
-//	  8192->2048 30.9 vs 31.5); the model's gathered rows and the rest of
-//	  its memory traffic are what gain. Copying E2B's 1.25 GB of matrices
-//	  took the copier 0.2 s with free huge pages and 6.5 s when the kernel
-//	  had to compact memory first (the first prompt's prefill 2.2 s longer
-//	  meanwhile, at the copier's lowest priority).
 //	go test -bench 'Attention' ./tensor/cpu (2 threads, Gemma 3n E2B
 //	  heads; AttentionDecodeCold is one query row after 8192 keys, 4
 //	  layers' caches cycled so they come from memory, ~58 GB/s to read

@@ -48,7 +48,6 @@ func (b *Backend) GatedMatMul(g, x *tensor.Tensor, w *tensor.Matrix, bias *tenso
 	if n == 0 {
 		return nil
 	}
-	w = b.placed(w)
 	gd, xd := g.F32(), x.F32()
 	if n >= 4 && !(b.canGather(w) && mostlyZero(gd, gatherDensity)) {
 		return b.gatedFull(gd, xd, n, w, bv)

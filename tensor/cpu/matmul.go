@@ -18,7 +18,6 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if n == 0 {
 		return nil
 	}
-	w = b.placed(w)
 	if w.Quantized() {
 		return b.matmulQuant(dst.F32(), x.F32(), n, w)
 	}

@@ -394,7 +394,6 @@ func (b *Backend) Gather(dst *tensor.Tensor, w *tensor.Matrix, ids []int32) erro
 			return fmt.Errorf("cpu gather: id %d at %d out of range [0, %d)", id, i, w.Out)
 		}
 	}
-	w = b.copied(w)
 	d := dst.F32()
 	if !w.Quantized() {
 		var firstErr error

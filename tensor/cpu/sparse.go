@@ -262,14 +262,14 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	}
 	xd, yd := x.F32(), dst.F32()
 	if !w.Quantized() {
-		return b.matmulDense(yd, xd, n, b.placed(w))
+		return b.matmulDense(yd, xd, n, w)
 	}
 	if !b.columnKernel(w) {
-		return b.matmulQuant(yd, xd, n, b.placed(w))
+		return b.matmulQuant(yd, xd, n, w)
 	}
 	counts := b.nonZeroCounts(xd, n, w.In)
 	if counts[n] > int(sparseDensity*float64(len(xd))) {
-		return b.matmulQuant(yd, xd, n, b.placed(w))
+		return b.matmulQuant(yd, xd, n, w)
 	}
 	b.sparseRows(yd, xd, n, b.cols.get(b, w), counts)
 	return nil
