@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"mlxchat/bytesize"
@@ -25,8 +26,10 @@ type gpuProfiler interface {
 }
 
 // benchCmd prints prefill and decode speed for each --prompt-lens entry,
-// then peak RSS, weight bytes and the decode roofline fraction. On a GPU
-// backend the roofline is taken against the GPU's own memory bandwidth
+// then peak RSS, weight bytes and the decode roofline fraction. On the
+// CPU the roofline is taken against the host's read bandwidth probed just
+// before and just after that row's decode (their mean, printed in the
+// row). On a GPU backend it is taken against the GPU's own memory bandwidth
 // (a copy kernel's bytes read plus written per second), a short warm-up
 // run uploads the weights before the first measured row, and each row is
 // followed by the kernel launches and host syncs per decoded token.
@@ -45,7 +48,8 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		model, info.ModelType, info.Backend, c.threadCount(), bytesize.Format(info.WeightBytes))
 	s := c.settings()
 	var bw float64
-	if g, ok := b.Backend.(gpuBandwidth); ok {
+	g, onGPU := b.Backend.(gpuBandwidth)
+	if onGPU {
 		var err error
 		if bw, err = g.MeasureBandwidth(c.bandwidthMB << 20); err != nil {
 			return fmt.Errorf("%s bandwidth probe: %w", info.Backend, err)
@@ -58,16 +62,46 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		fmt.Fprintln(io_.Stdout)
 	} else {
-		bw = cpu.MeasureReadBandwidth(c.bandwidthMB<<20, c.threadCount()) * 1e9
-		fmt.Fprintf(io_.Stdout, "memory read bandwidth %.1f GB/s (measured)\n\n", bw/1e9)
+		fmt.Fprintf(io_.Stdout, "memory read bandwidth measured beside each row's decode (read GB/s: the mean of a probe just before and one just after it)\n\n")
 	}
-	const row = "%8v %14v %10v %7v %13v %9v %11v\n"
-	fmt.Fprintf(io_.Stdout, row, "prompt", "prefill tok/s", "prefill s", "decode", "decode tok/s", "roofline", "kv")
+	// On the CPU the host's read bandwidth is probed around each row's
+	// decode rather than once at the start: a long prompt's decode begins
+	// minutes later, and a shared machine's bandwidth moves that much. The
+	// two probes of a row share one buffer, handed back to the OS after
+	// the row; the peak RSS reported leaves it out where Linux lets the
+	// high-water mark restart.
+	var probeBuf []byte
+	probe := func() float64 {
+		if probeBuf == nil {
+			probeBuf = make([]byte, c.bandwidthMB<<20)
+			for i := 0; i < len(probeBuf); i += 4096 { // fault it in once
+				probeBuf[i] = 1
+			}
+		}
+		return cpu.MeasureReadBandwidthIn(probeBuf, c.threadCount()) * 1e9
+	}
+	var peak int64
+	const row = "%8v %14v %10v %7v %13v %9v %11v %9v\n"
+	fmt.Fprintf(io_.Stdout, row, "prompt", "prefill tok/s", "prefill s", "decode", "decode tok/s", "roofline", "kv", "read GB/s")
 	var counts []string
 	for _, n := range c.promptLens {
-		r, err := engine.Bench(ctx, b, s, n, c.decode)
+		var before float64
+		var beforeDecode func()
+		if !onGPU {
+			beforeDecode = func() {
+				peak = max(peak, vmHWM())
+				before = probe()
+			}
+		}
+		r, err := engine.BenchWith(ctx, b, s, n, c.decode, beforeDecode)
 		if err != nil {
 			return fmt.Errorf("prompt length %d: %w", n, err)
+		}
+		if !onGPU {
+			bw = (before + probe()) / 2
+			probeBuf = nil
+			debug.FreeOSMemory()
+			resetHWM()
 		}
 		roof := 0.0
 		if bw > 0 {
@@ -75,7 +109,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		fmt.Fprintf(io_.Stdout, row, r.PromptTokens, fmt.Sprintf("%.1f", r.PrefillTokPerSec),
 			fmt.Sprintf("%.2f", r.PrefillTime.Seconds()), r.DecodeTokens, fmt.Sprintf("%.2f", r.DecodeTokPerSec),
-			fmt.Sprintf("%.3f", roof), bytesize.Format(r.KVBytes))
+			fmt.Sprintf("%.3f", roof), bytesize.Format(r.KVBytes), fmt.Sprintf("%.1f", bw/1e9))
 		if r.DecodeLaunches > 0 && r.DecodeTokens > 0 {
 			counts = append(counts, fmt.Sprintf("prompt %d: dispatches per token %d (%d layers), syncs per token %.2f",
 				n, r.DecodeLaunches/int64(r.DecodeTokens), info.Layers, float64(r.DecodeSyncs)/float64(r.DecodeTokens)))
@@ -92,7 +126,12 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 			return fmt.Errorf("--profile: %w", err)
 		}
 	}
-	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", bytesize.Format(peakRSS()))
+	if onGPU {
+		peak = peakRSS()
+	} else {
+		peak = max(peak, vmHWM())
+	}
+	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", bytesize.Format(peak))
 	return nil
 }
 

@@ -36,6 +36,13 @@ type launchCounter interface {
 // ids are deterministic and spread over the vocabulary. It must not run
 // while an Engine uses the same bundle.
 func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (BenchResult, error) {
+	return BenchWith(ctx, b, s, promptLen, decode, nil)
+}
+
+// BenchWith is Bench that calls beforeDecode (when not nil) between the
+// prefill and the decode phase, outside both timings: a benchmark measures
+// the memory bandwidth there, beside the decode it is compared with.
+func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int, beforeDecode func()) (BenchResult, error) {
 	var r BenchResult
 	if promptLen <= 0 || decode < 0 {
 		return r, fmt.Errorf("bench: prompt length %d and decode count %d: want positive numbers", promptLen, decode)
@@ -75,6 +82,9 @@ func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (B
 		r.PromptTokens = promptLen
 		r.PrefillTime = time.Since(t0)
 		r.PrefillTokPerSec = rate(promptLen, r.PrefillTime)
+		if beforeDecode != nil {
+			beforeDecode()
+		}
 		lc, counted := b.Backend.(launchCounter)
 		var l0, s0 int64
 		if counted {

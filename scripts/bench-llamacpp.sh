@@ -33,8 +33,8 @@
 #
 # Each round runs, per context, llama-bench prefill (-p N), llama-bench
 # decode at depth N (-n GEN -d N) and `mlxchat bench --prompt-lens N
-# --decode GEN`, which also measures the memory read bandwidth and the
-# decode roofline fraction. The summary prints medians per context and the
+# --decode GEN`, which also measures the memory read bandwidth (around its
+# decode) and the decode roofline fraction. The summary prints medians per context and the
 # ratios mlxchat / llama.cpp (above 1: mlxchat is faster).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -103,9 +103,10 @@ mlx_run() { # round ctx
 	local l; l=$(load1)
 	"$WORK/mlxchat" bench "$MLX_MODEL" --backend cpu --threads "$THREADS" --prompt-lens "$2" --decode "$GEN" \
 		--prefill-chunk-size "$CHUNK" > "$f" 2>&1 || die "mlxchat bench failed: $f"
+	# The row: prompt, prefill tok/s, s, decode, tok/s, roofline, kv (two
+	# words), and the read GB/s probed around the row's decode.
 	awk -v p="$2" -v r="$1" -v l="$l" '
-		/memory read bandwidth/ {for (i = 1; i <= NF; i++) if ($i == "GB/s") bw = $(i-1)}
-		$1 == p && NF >= 7 {pp = $2; tg = $5; roof = $6}
+		$1 == p && NF >= 9 {pp = $2; tg = $5; roof = $6; bw = $9}
 		END {printf "mlxchat\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r, p, pp, tg, bw, roof, l}' "$f" >> "$RES"
 }
 

@@ -14,10 +14,6 @@ import (
 // It reports the best of a few passes, the figure a memory-bound kernel
 // can hope to reach and the denominator of a roofline fraction.
 func MeasureReadBandwidth(bytes int, threads int) float64 {
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
-	bytes &^= 128*threads - 1
 	if bytes <= 0 {
 		return 0
 	}
@@ -25,6 +21,21 @@ func MeasureReadBandwidth(bytes int, threads int) float64 {
 	for i := 0; i < len(buf); i += 4096 { // fault every page in
 		buf[i] = byte(i >> 12)
 	}
+	return MeasureReadBandwidthIn(buf, threads)
+}
+
+// MeasureReadBandwidthIn is MeasureReadBandwidth over buf, which the
+// caller keeps to probe again without allocating (and faulting in) a new
+// buffer each time.
+func MeasureReadBandwidthIn(buf []byte, threads int) float64 {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	bytes := len(buf) &^ (128*threads - 1)
+	if bytes <= 0 {
+		return 0
+	}
+	buf = buf[:bytes]
 	best := 0.0
 	for pass := 0; pass < 6; pass++ {
 		secs := readParallel(buf, threads)
