@@ -70,27 +70,19 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	// two probes of a row share one buffer, handed back to the OS after
 	// the row; the peak RSS reported leaves it out where Linux lets the
 	// high-water mark restart.
-	var probeBuf []byte
-	probe := func() float64 {
-		if probeBuf == nil {
-			probeBuf = make([]byte, c.bandwidthMB<<20)
-			for i := 0; i < len(probeBuf); i += 4096 { // fault it in once
-				probeBuf[i] = 1
-			}
-		}
-		return cpu.MeasureReadBandwidthIn(probeBuf, c.threadCount()) * 1e9
-	}
 	var peak int64
 	const row = "%8v %14v %10v %7v %13v %9v %11v %9v\n"
 	fmt.Fprintf(io_.Stdout, row, "prompt", "prefill tok/s", "prefill s", "decode", "decode tok/s", "roofline", "kv", "read GB/s")
 	var counts []string
 	for _, n := range c.promptLens {
+		var probe *cpu.ReadProbe
 		var before float64
 		var beforeDecode func()
 		if !onGPU {
 			beforeDecode = func() {
 				peak = max(peak, vmHWM())
-				before = probe()
+				probe = cpu.NewReadProbe(c.bandwidthMB << 20)
+				before = probe.Measure(c.threadCount()) * 1e9
 			}
 		}
 		r, err := engine.BenchWith(ctx, b, s, n, c.decode, beforeDecode)
@@ -98,8 +90,8 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 			return fmt.Errorf("prompt length %d: %w", n, err)
 		}
 		if !onGPU {
-			bw = (before + probe()) / 2
-			probeBuf = nil
+			bw = (before + probe.Measure(c.threadCount())*1e9) / 2
+			probe = nil
 			debug.FreeOSMemory()
 			resetHWM()
 		}
@@ -126,11 +118,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 			return fmt.Errorf("--profile: %w", err)
 		}
 	}
-	if onGPU {
-		peak = peakRSS()
-	} else {
-		peak = max(peak, vmHWM())
-	}
+	peak = max(peak, vmHWM()) // on a GPU the whole run's mark: nothing restarted it
 	fmt.Fprintf(io_.Stdout, "\npeak RSS %s\n", bytesize.Format(peak))
 	return nil
 }

@@ -14,28 +14,39 @@ import (
 // It reports the best of a few passes, the figure a memory-bound kernel
 // can hope to reach and the denominator of a roofline fraction.
 func MeasureReadBandwidth(bytes int, threads int) float64 {
+	return NewReadProbe(bytes).Measure(threads)
+}
+
+// ReadProbe is MeasureReadBandwidth's buffer, kept so that the bandwidth
+// can be measured again without allocating and faulting in a new one.
+type ReadProbe struct {
+	buf []byte
+}
+
+// NewReadProbe allocates a probe of the given size with every page
+// faulted in (none when bytes <= 0).
+func NewReadProbe(bytes int) *ReadProbe {
 	if bytes <= 0 {
-		return 0
+		return &ReadProbe{}
 	}
 	buf := make([]byte, bytes)
 	for i := 0; i < len(buf); i += 4096 { // fault every page in
 		buf[i] = byte(i >> 12)
 	}
-	return MeasureReadBandwidthIn(buf, threads)
+	return &ReadProbe{buf: buf}
 }
 
-// MeasureReadBandwidthIn is MeasureReadBandwidth over buf, which the
-// caller keeps to probe again without allocating (and faulting in) a new
-// buffer each time.
-func MeasureReadBandwidthIn(buf []byte, threads int) float64 {
+// Measure is MeasureReadBandwidth over the probe's buffer; 0 when the
+// buffer is shorter than a slice per thread.
+func (p *ReadProbe) Measure(threads int) float64 {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	bytes := len(buf) &^ (128*threads - 1)
+	bytes := len(p.buf) &^ (128*threads - 1)
 	if bytes <= 0 {
 		return 0
 	}
-	buf = buf[:bytes]
+	buf := p.buf[:bytes]
 	best := 0.0
 	for pass := 0; pass < 6; pass++ {
 		secs := readParallel(buf, threads)

@@ -725,13 +725,13 @@ func TestMeasureReadBandwidth(t *testing.T) {
 	if MeasureReadBandwidth(0, 1) != 0 {
 		t.Fatal("zero-byte buffer should give 0")
 	}
-	buf := make([]byte, 8<<20)
+	probe := NewReadProbe(8 << 20)
 	for _, th := range []int{1, 2} {
-		if gbs := MeasureReadBandwidthIn(buf, th); !(gbs > 0.1 && gbs < 10000) {
+		if gbs := probe.Measure(th); !(gbs > 0.1 && gbs < 10000) {
 			t.Fatalf("bandwidth %g GB/s over a kept buffer, %d threads, is not plausible", gbs, th)
 		}
 	}
-	if MeasureReadBandwidthIn(buf[:100], 2) != 0 {
+	if NewReadProbe(100).Measure(2) != 0 {
 		t.Fatal("a buffer shorter than one slice per thread should give 0")
 	}
 	b := make([]byte, 4096)
