@@ -50,18 +50,25 @@ LOG="$WORK/logs/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$LOG"
 
 # llama-bench: prebuilt, or built from LLAMA_SRC into $WORK/llama-build.
+build_llama() { # build-dir extra-compiler-flags
+	local dir="$WORK/$1" tag; tag=$(basename "$1")
+	echo "building llama-bench from $LLAMA_SRC in $dir (a few minutes on 2 cores)" >&2
+	cmake -S "$LLAMA_SRC" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+		"-DCMAKE_C_FLAGS=$2" "-DCMAKE_CXX_FLAGS=$2" \
+		-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+		-DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF > "$LOG/$tag-cmake.log" 2>&1 ||
+		die "cmake configure failed: $LOG/$tag-cmake.log"
+	cmake --build "$dir" --target llama-bench -j"$(nproc)" > "$LOG/$tag-build.log" 2>&1 ||
+		die "llama-bench build failed: $LOG/$tag-build.log"
+	LLAMA_BENCH="$dir/bin/llama-bench"
+}
+BUILT=
 if [ -z "${LLAMA_BENCH:-}" ]; then
 	[ -n "${LLAMA_SRC:-}" ] || die "set LLAMA_SRC to a llama.cpp source tree (or LLAMA_BENCH to a llama-bench binary); see the header of this script"
 	[ -f "$LLAMA_SRC/CMakeLists.txt" ] || die "LLAMA_SRC=$LLAMA_SRC has no CMakeLists.txt"
 	command -v cmake >/dev/null || die "cmake is missing (Debian: apt-get install cmake g++)"
-	echo "building llama-bench from $LLAMA_SRC in $WORK/llama-build (a few minutes on 2 cores)" >&2
-	cmake -S "$LLAMA_SRC" -B "$WORK/llama-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-		-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-		-DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF > "$LOG/llama-cmake.log" 2>&1 ||
-		die "cmake configure failed: $LOG/llama-cmake.log"
-	cmake --build "$WORK/llama-build" --target llama-bench -j"$(nproc)" > "$LOG/llama-build.log" 2>&1 ||
-		die "llama-bench build failed: $LOG/llama-build.log"
-	LLAMA_BENCH="$WORK/llama-build/bin/llama-bench"
+	build_llama llama-build ""
+	BUILT=1
 fi
 [ -x "$LLAMA_BENCH" ] || die "LLAMA_BENCH=$LLAMA_BENCH is not an executable"
 
@@ -77,6 +84,20 @@ fi
 if [ ! -f "$GGUF" ]; then
 	echo "writing the E2B-shaped Q4_0 GGUF to $GGUF" >&2
 	(cd "$ROOT" && go run ./scripts/mkgguf -out "$GGUF") > "$LOG/mkgguf.log" 2>&1 || die "mkgguf failed: $LOG/mkgguf.log"
+fi
+
+# A short prefill first: on a Xeon whose AMX ggml's native build uses
+# (seen on an Intel family 6 model 207 VM, 2026-12-05) llama-bench died
+# with SIGILL in its AMX tile loads. A build made here is then redone
+# without AMX (both engines then use AVX-512 VNNI); a given binary is not.
+smoke() { "$LLAMA_BENCH" -m "$GGUF" -t "$THREADS" -p 16 -n 1 -r 1 > "$LOG/llama-smoke.txt" 2>&1; }
+rc=0
+smoke || rc=$?
+if [ "$rc" -ne 0 ]; then
+	[ "$rc" -eq 132 ] && [ -n "$BUILT" ] || die "llama-bench failed its smoke run (exit $rc): $LOG/llama-smoke.txt"
+	echo "llama-bench died of an illegal instruction (AMX); rebuilding it without AMX" >&2
+	build_llama llama-build-noamx "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+	smoke || die "llama-bench built without AMX failed its smoke run too: $LOG/llama-smoke.txt"
 fi
 
 RES="$LOG/results.tsv" # engine round context prefill decode bandwidth roofline load
