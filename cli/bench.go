@@ -26,8 +26,10 @@ type gpuProfiler interface {
 }
 
 // benchCmd prints prefill and decode speed for each --prompt-lens entry,
-// then peak RSS, weight bytes and the decode roofline fraction. On the
-// CPU the roofline is taken against the host's read bandwidth probed just
+// then peak RSS, weight bytes and the decode roofline fraction: the bytes
+// a decode step must read (the weights it uses and the live keys and
+// values, engine.BenchResult.DecodeKVBytes) per second of decode, as a
+// fraction of the memory bandwidth. On the CPU the bandwidth is the host's read bandwidth probed just
 // before and just after that row's decode (their mean, printed in the
 // row). On a GPU backend it is taken against the GPU's own memory bandwidth
 // (a copy kernel's bytes read plus written per second), a short warm-up
@@ -97,7 +99,7 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		roof := 0.0
 		if bw > 0 {
-			roof = r.DecodeTokPerSec * float64(info.WeightBytes) / bw
+			roof = r.DecodeTokPerSec * float64(info.WeightBytes+r.DecodeKVBytes) / bw
 		}
 		fmt.Fprintf(io_.Stdout, row, r.PromptTokens, fmt.Sprintf("%.1f", r.PrefillTokPerSec),
 			fmt.Sprintf("%.2f", r.PrefillTime.Seconds()), r.DecodeTokens, fmt.Sprintf("%.2f", r.DecodeTokPerSec),

@@ -373,6 +373,9 @@ type CacheState struct {
 	// precision (32, 16 or 8 bits per value, Settings.KVBits).
 	KVBytes int64
 	KVBits  int
+	// KVLiveBytes is the stored size of the live keys and values
+	// (kvcache.Stats.LiveBytes): what a decode step reads of the cache.
+	KVLiveBytes int64
 }
 
 // Stats summarizes one request; sent just before its Done.

@@ -17,6 +17,11 @@ type BenchResult struct {
 	DecodeTime       time.Duration // time to decode them
 	DecodeTokPerSec  float64       // DecodeTokens per second of DecodeTime
 	KVBytes          int64         // cache bytes at the end
+	// DecodeKVBytes is what a decode step reads of the cache: the live
+	// keys and values (CacheState.KVLiveBytes), the mean of the decode
+	// phase's start and end. With the model's WeightBytes it is the
+	// numerator of a decode roofline.
+	DecodeKVBytes int64
 	// DecodeLaunches and DecodeSyncs are the GPU kernel launches and the
 	// host waits for the GPU over the decode phase (0 on backends that do
 	// not count them, such as the CPU backend).
@@ -85,6 +90,7 @@ func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int
 		if beforeDecode != nil {
 			beforeDecode()
 		}
+		st0, _ := m.state()
 		lc, counted := b.Backend.(launchCounter)
 		var l0, s0 int64
 		if counted {
@@ -107,7 +113,8 @@ func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int
 			l1, s1 := lc.LaunchCounts()
 			r.DecodeLaunches, r.DecodeSyncs = l1-l0, s1-s0
 		}
-		_, r.KVBytes = m.state()
+		st1, kv := m.state()
+		r.KVBytes, r.DecodeKVBytes = kv, (st0.KVLiveBytes+st1.KVLiveBytes)/2
 		return nil
 	})
 	return r, err

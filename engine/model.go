@@ -157,5 +157,5 @@ func (a *modelLM) state() (CacheState, int64) {
 		spans[i] = Span{r.Start, r.Start + r.Len}
 	}
 	return CacheState{Live: st.Live, Max: st.MaxKV, Seen: st.Offset, Trimmed: st.Trimmed, Window: st.Window,
-		Sink: st.Sink, Pinned: st.Pinned, Spans: spans, KVBytes: st.Bytes, KVBits: a.kvBits()}, st.Bytes
+		Sink: st.Sink, Pinned: st.Pinned, Spans: spans, KVBytes: st.Bytes, KVBits: a.kvBits(), KVLiveBytes: st.LiveBytes}, st.Bytes
 }

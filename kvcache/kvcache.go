@@ -189,6 +189,12 @@ type Stats struct {
 	Trimmed int   // positions dropped from the global layers since New/Reset
 	Window  int   // smallest effective sliding window (0 = no sliding layer)
 	Bytes   int64 // total bytes allocated (layers and ScratchBytes)
+	// LiveBytes is the encoded size of the live keys and values of the
+	// layers that own a store, each stored row once (a shared layer's
+	// reads of its source are not counted again): what one decode step's
+	// attention must read of the cache at the least, the KV part of a
+	// decode roofline.
+	LiveBytes int64
 	// ScratchBytes is the float32 scratch Float16 and Quantized8 views
 	// are decoded into (counted in Bytes, not in the layers').
 	ScratchBytes int64
@@ -833,6 +839,7 @@ func (c *Cache) Stats() Stats {
 			ls.Slack = l.st.sl.m
 			ls.Bytes = l.st.bytes()
 			s.Bytes += ls.Bytes
+			s.LiveBytes += 2 * int64(l.st.live()) * int64(l.st.rowBytes)
 			if !liveSet && (l.spec.Window == 0 || !c.hasGlobal) {
 				s.Live = l.st.live()
 				s.Spans = l.st.positions()

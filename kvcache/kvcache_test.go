@@ -1121,3 +1121,45 @@ func TestSmallerFormatsHoldLess(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveBytes checks Stats.LiveBytes against the layers' live keys: K
+// and V of every live row of each layer that owns a store, at the
+// storage's bytes per value, and nothing for a shared layer.
+func TestLiveBytes(t *testing.T) {
+	specs := []LayerSpec{global(2, 8), sliding(2, 8, 16), sharedOf(global(2, 8), 0)}
+	cases := []struct {
+		name     string
+		opts     Options
+		perValue int64 // bytes of one stored value
+		perRow   int64 // bytes of one stored row beside its values
+	}{
+		{"float32", Options{}, 4, 0},
+		{"float16", Options{Float16: true}, 2, 0},
+		{"int8", Options{Quantized8: true}, 1, 2 * 4}, // one float32 absmax per head
+		{"float32 capped", Options{MaxKV: 40}, 4, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(specs, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := c.Stats().LiveBytes; b != 0 {
+				t.Fatalf("empty cache: LiveBytes %d, want 0", b)
+			}
+			for _, step := range []struct{ n, chunk int }{{70, 32}, {1, 1}, {5, 1}} {
+				feed(t, c, specs, step.n, step.chunk)
+				s := c.Stats()
+				row := 2*8*tc.perValue + tc.perRow
+				want := 2 * row * int64(s.Layers[0].Live+s.Layers[1].Live)
+				if s.Layers[1].Live > 16 || s.Layers[0].Live > s.Offset {
+					t.Fatalf("live keys %d and %d at offset %d", s.Layers[0].Live, s.Layers[1].Live, s.Offset)
+				}
+				if s.LiveBytes != want || s.LiveBytes > s.Bytes {
+					t.Fatalf("offset %d: LiveBytes %d, want %d (live %d + %d, %d bytes allocated)",
+						s.Offset, s.LiveBytes, want, s.Layers[0].Live, s.Layers[1].Live, s.Bytes)
+				}
+			}
+		})
+	}
+}
