@@ -3,6 +3,7 @@ package gemma3n
 import (
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +21,11 @@ import (
 //	MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run '^$' -bench E2B -benchtime 20x
 //
 // and report tokens per second, peak RSS and, for decode, the roofline
-// fraction: WeightBytes per token × tokens/s over the measured read
-// bandwidth (cpu.MeasureReadBandwidth).
+// fraction: the bytes a token reads (WeightBytes and the live keys and
+// values) × tokens/s over the measured read bandwidth
+// (cpu.MeasureReadBandwidth). MLXCHAT_DECODE_PROFILE=FILE writes a CPU
+// profile of the decode steps alone (go test's -cpuprofile also holds
+// the prompt's prefill); the last run of a benchmark leaves it.
 
 func e2bModel(b *testing.B) (*Model, *cpu.Backend) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
@@ -82,6 +86,17 @@ func benchE2BDecode(b *testing.B, ctx int) {
 		}
 	}
 	kv0 := c.Stats().LiveBytes
+	if path := os.Getenv("MLXCHAT_DECODE_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatalf("MLXCHAT_DECODE_PROFILE: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatalf("MLXCHAT_DECODE_PROFILE: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
