@@ -167,6 +167,21 @@
 // best-of because the machines are shared, and only ratios measured in
 // one run mean much.
 //
+// Intel Xeon (family 6 model 207), 2 cores, AVX-512 with VNNI, GFNI and
+// AMX (unused here), 2 MiB L2 a core, ~2.7 GHz, load 1-2 (December 5,
+// 2026):
+//
+//	go test -run XXX -bench 'ReadBandwidth|QuantKernelL2' ./tensor/cpu:
+//	  read 13.3 GB/s on 1 core, 25.5 on 2; avx512 q4 g32/g64/g128
+//	  23.9/22.6/21.4 GB/s, q8 31.2/33.0/41.0; avx2 q4 10.5-11.8, q8
+//	  19.8-24.2. A core reads 13-15 GB/s of memory, so the 4-bit kernel
+//	  computes less than twice as fast as its weights arrive and the two
+//	  overlap only in part (README.md, "What is open").
+//	MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run XXX -bench
+//	  'E2BDecode/ctx=512$' -benchtime 300x: 13.15 tok/s, 22.8 GB/s read
+//	  probe, roofline 0.69 (weight bytes only, before the roofline counted
+//	  the KV cache).
+//
 // AMD EPYC (Zen 4, family 25 model 17), 2 cores, AVX-512 with VNNI and
 // BF16, quiet unless said (December 2026):
 //
