@@ -29,9 +29,9 @@ type gpuProfiler interface {
 // then peak RSS, weight bytes and the decode roofline fraction: the bytes
 // a decode step must read (the weights it uses and the live keys and
 // values, engine.BenchResult.DecodeKVBytes) per second of decode, as a
-// fraction of the memory bandwidth. On the CPU the bandwidth is the host's read bandwidth probed just
-// before and just after that row's decode (their mean, printed in the
-// row). On a GPU backend it is taken against the GPU's own memory bandwidth
+// fraction of the memory bandwidth. On the CPU that is the host's read
+// bandwidth probed just before and just after the row's decode (their
+// mean, printed in the row). On a GPU backend it is the GPU's own memory bandwidth
 // (a copy kernel's bytes read plus written per second), a short warm-up
 // run uploads the weights before the first measured row, and each row is
 // followed by the kernel launches and host syncs per decoded token.
