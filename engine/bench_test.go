@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"mlxchat/kvcache"
-	"mlxchat/tensor/cpu"
 )
 
 // TestBenchDecodeKVBytes checks what Bench reports a decode step reads of
@@ -15,13 +14,7 @@ import (
 // V per decoded token (2 heads x 32 dims of float32 each); its sliding
 // layers are full at their window of 8 after a 24-token prompt.
 func TestBenchDecodeKVBytes(t *testing.T) {
-	be := cpu.New(1)
-	defer be.Close()
-	b, err := LoadBundle(tinyModelDir(t), be, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tinyBundle(t, tinyModelDir(t))
 	const prompt, decode = 24, 4
 	r, err := Bench(context.Background(), b, DefaultSettings(), prompt, decode)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"mlxchat/engine/enginetest"
 	"mlxchat/kvcache"
 	"mlxchat/tensor"
-	"mlxchat/tensor/cpu"
 )
 
 // awaitFit reads events until the Fit (or Error) of request id.
@@ -585,13 +584,7 @@ func TestSummarizePiecesMatchAFreshCache(t *testing.T) {
 	if len(fed) < calls || len(last) < calls {
 		t.Fatalf("the model saw %d calls, the events account for %d", len(fed), calls)
 	}
-	be := cpu.New(2)
-	defer be.Close()
-	b, err := LoadBundle(tinyModelDir(t), be, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tinyBundle(t, tinyModelDir(t))
 	prefix := segs[0]
 	for k, seg := range segs[1:] {
 		c, err := b.Model.NewCache(kvcache.DefaultOptions())
@@ -657,13 +650,7 @@ func tinyWithContext(t *testing.T, context int) string {
 // cache never holds more.
 func TestSummarizeCapIsTheContextLength(t *testing.T) {
 	const context = 256
-	be := cpu.New(2)
-	t.Cleanup(be.Close)
-	b, err := LoadBundle(tinyWithContext(t, context), be, "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := tinyBundle(t, tinyWithContext(t, context))
 	if b.Info.ContextLength != context {
 		t.Fatalf("context length %d, want %d", b.Info.ContextLength, context)
 	}

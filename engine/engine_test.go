@@ -142,10 +142,9 @@ func newTinyFrom(t *testing.T, dir string, s Settings) (*Engine, *watchModel) {
 	return e, wm
 }
 
-// startTiny loads the model in dir on a 2-thread CPU backend, replaces it
-// with wrap's wrapper and starts an engine with settings s; the test's
-// cleanup closes both.
-func startTiny(t *testing.T, dir string, s Settings, wrap func(models.Model) models.Model) *Engine {
+// tinyBundle loads the model in dir on a 2-thread CPU backend; the test's
+// cleanup closes the bundle and then the backend.
+func tinyBundle(t *testing.T, dir string) *Bundle {
 	t.Helper()
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
@@ -153,6 +152,16 @@ func startTiny(t *testing.T, dir string, s Settings, wrap func(models.Model) mod
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// startTiny loads the model in dir (tinyBundle), replaces it with wrap's
+// wrapper and starts an engine with settings s; the test's cleanup closes
+// it.
+func startTiny(t *testing.T, dir string, s Settings, wrap func(models.Model) models.Model) *Engine {
+	t.Helper()
+	b := tinyBundle(t, dir)
 	b.Model = wrap(b.Model)
 	e, err := FromBundle(b, Options{Settings: s})
 	if err != nil {
