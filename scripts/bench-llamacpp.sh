@@ -50,8 +50,8 @@ LOG="$WORK/logs/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$LOG"
 
 # llama-bench: prebuilt, or built from LLAMA_SRC into $WORK/llama-build.
-build_llama() { # build-dir extra-compiler-flags
-	local dir="$WORK/$1" tag; tag=$(basename "$1")
+build_llama() { # build-dir-name extra-compiler-flags (logs named after the dir)
+	local dir="$WORK/$1" tag=$1
 	echo "building llama-bench from $LLAMA_SRC in $dir (a few minutes on 2 cores)" >&2
 	cmake -S "$LLAMA_SRC" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
 		"-DCMAKE_C_FLAGS=$2" "-DCMAKE_CXX_FLAGS=$2" \
