@@ -31,10 +31,10 @@ type gpuProfiler interface {
 // values, engine.BenchResult.DecodeKVBytes) per second of decode, as a
 // fraction of the memory bandwidth. On the CPU that is the host's read
 // bandwidth probed just before and just after the row's decode (their
-// mean, printed in the row). On a GPU backend it is the GPU's own memory bandwidth
-// (a copy kernel's bytes read plus written per second), a short warm-up
-// run uploads the weights before the first measured row, and each row is
-// followed by the kernel launches and host syncs per decoded token.
+// mean, printed in the row). On a GPU backend it is the GPU's own memory
+// bandwidth (a copy kernel's bytes read plus written per second), a short
+// warm-up run uploads the weights before the first measured row, and each
+// row is followed by the kernel launches and host syncs per decoded token.
 func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	b, closeModel, err := openBundle(ctx, c, model, io_.Stderr)
 	if err != nil {
