@@ -30,11 +30,15 @@ type gpuProfiler interface {
 // a decode step must read (the weights it uses and the live keys and
 // values, engine.BenchResult.DecodeKVBytes) per second of decode, as a
 // fraction of the memory bandwidth. On the CPU that is the host's read
-// bandwidth probed just before and just after the row's decode (their
-// mean, printed in the row). On a GPU backend it is the GPU's own memory
-// bandwidth (a copy kernel's bytes read plus written per second), a short
-// warm-up run uploads the weights before the first measured row, and each
-// row is followed by the kernel launches and host syncs per decoded token.
+// bandwidth over the same stretch of time: one pass of a read probe after
+// each decode step (outside the decode's timing), their bytes over their
+// seconds. Beside it the row prints the peak: the mean of the best of six
+// passes just before and just after the decode, the host at its least
+// busy, and the roofline against that. On a GPU backend it is the GPU's
+// own memory bandwidth (a copy kernel's bytes read plus written per
+// second), a short warm-up run uploads the weights before the first
+// measured row, and each row is followed by the kernel launches and host
+// syncs per decoded token.
 func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 	b, closeModel, err := openBundle(ctx, c, model, io_.Stderr)
 	if err != nil {
@@ -64,46 +68,62 @@ func benchCmd(ctx context.Context, c *config, model string, io_ IO) error {
 		}
 		fmt.Fprintln(io_.Stdout)
 	} else {
-		fmt.Fprintf(io_.Stdout, "memory read bandwidth measured beside each row's decode (read GB/s: the mean of a probe just before and one just after it)\n\n")
+		fmt.Fprintf(io_.Stdout, "memory read bandwidth measured during each row's decode (read GB/s: a probe pass after each step; peak GB/s: the best of six passes just before and just after the decode, their mean)\n\n")
 	}
-	// On the CPU the host's read bandwidth is probed around each row's
+	// On the CPU the host's read bandwidth is probed during each row's
 	// decode rather than once at the start: a long prompt's decode begins
-	// minutes later, and a shared machine's bandwidth moves that much. The
-	// two probes of a row share one buffer, handed back to the OS after
-	// the row; the peak RSS reported leaves it out where Linux lets the
-	// high-water mark restart.
+	// minutes later, and a shared machine's bandwidth moves by a fifth
+	// within seconds, so a best pass taken apart from the decode is not
+	// the bandwidth the decode had. The probes of a row share one buffer,
+	// handed back to the OS after the row; the peak RSS reported leaves it
+	// out where Linux lets the high-water mark restart.
 	var peak int64
-	const row = "%8v %14v %10v %7v %13v %9v %11v %9v\n"
-	fmt.Fprintf(io_.Stdout, row, "prompt", "prefill tok/s", "prefill s", "decode", "decode tok/s", "roofline", "kv", "read GB/s")
+	const row = "%8v %14v %10v %7v %13v %9v %11v %9v %9v %9v\n"
+	fmt.Fprintf(io_.Stdout, row, "prompt", "prefill tok/s", "prefill s", "decode", "decode tok/s", "roofline", "kv", "read GB/s", "peak GB/s", "peak roof")
 	var counts []string
 	for _, n := range c.promptLens {
 		var probe *cpu.ReadProbe
-		var before float64
-		var beforeDecode func()
+		var best, passSecs float64
+		var passBytes int
+		var hooks engine.BenchHooks
 		if !onGPU {
-			beforeDecode = func() {
+			hooks.BeforeDecode = func() {
 				peak = max(peak, vmHWM())
 				probe = cpu.NewReadProbe(c.bandwidthMB << 20)
-				before = probe.Measure(c.threadCount()) * 1e9
+				best = probe.Measure(c.threadCount()) * 1e9
+			}
+			hooks.AfterStep = func() {
+				n, secs := probe.Pass(c.threadCount())
+				passBytes += n
+				passSecs += secs
 			}
 		}
-		r, err := engine.BenchWith(ctx, b, s, n, c.decode, beforeDecode)
+		r, err := engine.BenchWith(ctx, b, s, n, c.decode, hooks)
 		if err != nil {
 			return fmt.Errorf("prompt length %d: %w", n, err)
 		}
+		peakBW := 0.0
 		if !onGPU {
-			bw = (before + probe.Measure(c.threadCount())*1e9) / 2
+			peakBW = (best + probe.Measure(c.threadCount())*1e9) / 2
+			bw = peakBW
+			if passSecs > 0 {
+				bw = float64(passBytes) / passSecs
+			}
 			probe = nil
 			debug.FreeOSMemory()
 			resetHWM()
 		}
-		roof := 0.0
+		read := r.DecodeTokPerSec * float64(info.WeightBytes+r.DecodeKVBytes)
+		roof, peakGBs, peakRoof := 0.0, "-", "-"
 		if bw > 0 {
-			roof = r.DecodeTokPerSec * float64(info.WeightBytes+r.DecodeKVBytes) / bw
+			roof = read / bw
+		}
+		if peakBW > 0 {
+			peakGBs, peakRoof = fmt.Sprintf("%.1f", peakBW/1e9), fmt.Sprintf("%.3f", read/peakBW)
 		}
 		fmt.Fprintf(io_.Stdout, row, r.PromptTokens, fmt.Sprintf("%.1f", r.PrefillTokPerSec),
 			fmt.Sprintf("%.2f", r.PrefillTime.Seconds()), r.DecodeTokens, fmt.Sprintf("%.2f", r.DecodeTokPerSec),
-			fmt.Sprintf("%.3f", roof), bytesize.Format(r.KVBytes), fmt.Sprintf("%.1f", bw/1e9))
+			fmt.Sprintf("%.3f", roof), bytesize.Format(r.KVBytes), fmt.Sprintf("%.1f", bw/1e9), peakGBs, peakRoof)
 		if r.DecodeLaunches > 0 && r.DecodeTokens > 0 {
 			counts = append(counts, fmt.Sprintf("prompt %d: dispatches per token %d (%d layers), syncs per token %.2f",
 				n, r.DecodeLaunches/int64(r.DecodeTokens), info.Layers, float64(r.DecodeSyncs)/float64(r.DecodeTokens)))

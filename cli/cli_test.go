@@ -187,17 +187,17 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"8", "24"} {
-		// prompt, prefill tok/s and s, decode, tok/s, roofline, kv, and the
-		// read bandwidth probed around this row's decode (CPU).
-		m := regexp.MustCompile(`\n +` + n + ` +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +([0-9.]+) +[0-9.]+ [KMG]?i?B +([0-9.]+)\n`).FindStringSubmatch(out)
+		// prompt, prefill tok/s and s, decode, tok/s, roofline, kv, the
+		// read bandwidth probed during this row's decode, the peak one
+		// probed around it and the roofline against that (CPU).
+		m := regexp.MustCompile(`\n +` + n + ` +[0-9.]+ +[0-9.]+ +4 +[0-9.]+ +([0-9.]+) +[0-9.]+ [KMG]?i?B +([0-9.]+) +([0-9.]+) +([0-9.]+)\n`).FindStringSubmatch(out)
 		if m == nil {
-			t.Fatalf("no result row for prompt length %s (4 decoded tokens, kv, read GB/s):\n%s", n, out)
+			t.Fatalf("no result row for prompt length %s (4 decoded tokens, kv, read and peak GB/s, peak roofline):\n%s", n, out)
 		}
-		if roof, _ := strconv.ParseFloat(m[1], 64); roof <= 0 {
-			t.Fatalf("prompt length %s: roofline %s, want a positive fraction:\n%s", n, m[1], out)
-		}
-		if bw, _ := strconv.ParseFloat(m[2], 64); bw <= 0 {
-			t.Fatalf("prompt length %s: read bandwidth %s GB/s, want a measured one:\n%s", n, m[2], out)
+		for i, what := range []string{"roofline", "read GB/s", "peak GB/s", "peak roofline"} {
+			if v, _ := strconv.ParseFloat(m[i+1], 64); v <= 0 {
+				t.Fatalf("prompt length %s: %s %s, want a positive measured figure:\n%s", n, what, m[i+1], out)
+			}
 		}
 	}
 }
@@ -441,7 +441,7 @@ func TestConfigFile(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("bench %v: exit %d, stderr %q", args, code, errOut)
 			}
-			m := regexp.MustCompile(`\n +24 +.* ([0-9.]+ [KMG]?i?B) +[0-9.]+\n`).FindStringSubmatch(out)
+			m := regexp.MustCompile(`\n +24 +.* ([0-9.]+ [KMG]?i?B)(?: +[0-9.]+){3}\n`).FindStringSubmatch(out)
 			if m == nil {
 				t.Fatalf("no result row:\n%s", out)
 			}

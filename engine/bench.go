@@ -41,13 +41,21 @@ type launchCounter interface {
 // ids are deterministic and spread over the vocabulary. It must not run
 // while an Engine uses the same bundle.
 func Bench(ctx context.Context, b *Bundle, s Settings, promptLen, decode int) (BenchResult, error) {
-	return BenchWith(ctx, b, s, promptLen, decode, nil)
+	return BenchWith(ctx, b, s, promptLen, decode, BenchHooks{})
 }
 
-// BenchWith is Bench that calls beforeDecode (when not nil) between the
-// prefill and the decode phase, outside both timings: a benchmark measures
-// the memory bandwidth there, beside the decode it is compared with.
-func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int, beforeDecode func()) (BenchResult, error) {
+// BenchHooks are calls BenchWith makes outside its timings, where a
+// benchmark measures the memory bandwidth beside the decode it is compared
+// with. Nil fields are skipped.
+type BenchHooks struct {
+	// BeforeDecode runs between the prefill and the decode phase.
+	BeforeDecode func()
+	// AfterStep runs after each decode step; DecodeTime leaves it out.
+	AfterStep func()
+}
+
+// BenchWith is Bench with hooks h.
+func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int, h BenchHooks) (BenchResult, error) {
 	var r BenchResult
 	if promptLen <= 0 || decode < 0 {
 		return r, fmt.Errorf("bench: prompt length %d and decode count %d: want positive numbers", promptLen, decode)
@@ -87,8 +95,8 @@ func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int
 		r.PromptTokens = promptLen
 		r.PrefillTime = time.Since(t0)
 		r.PrefillTokPerSec = rate(promptLen, r.PrefillTime)
-		if beforeDecode != nil {
-			beforeDecode()
+		if h.BeforeDecode != nil {
+			h.BeforeDecode()
 		}
 		st0, _ := m.state()
 		lc, counted := b.Backend.(launchCounter)
@@ -96,18 +104,21 @@ func BenchWith(ctx context.Context, b *Bundle, s Settings, promptLen, decode int
 		if counted {
 			l0, s0 = lc.LaunchCounts()
 		}
-		t0 = time.Now()
 		tok := int32(tensor.ArgmaxF32(logits))
 		for i := 0; i < decode; i++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			t0 = time.Now()
 			if tok, _, err = m.forwardArgmax([]int32{tok}); err != nil {
 				return fmt.Errorf("bench decode step %d: %w", i+1, err)
 			}
+			r.DecodeTime += time.Since(t0)
 			r.DecodeTokens++
+			if h.AfterStep != nil {
+				h.AfterStep()
+			}
 		}
-		r.DecodeTime = time.Since(t0)
 		r.DecodeTokPerSec = rate(r.DecodeTokens, r.DecodeTime)
 		if counted {
 			l1, s1 := lc.LaunchCounts()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"mlxchat/kvcache"
 )
@@ -37,5 +38,42 @@ func TestBenchDecodeKVBytes(t *testing.T) {
 	}
 	if want := (start + end) / 2; r.DecodeKVBytes != want {
 		t.Fatalf("DecodeKVBytes %d, want %d (the mean of %d and %d)", r.DecodeKVBytes, want, start, end)
+	}
+}
+
+// TestBenchWithHooks checks where BenchWith calls its hooks: BeforeDecode
+// once before the first decode step, AfterStep once after each step, and
+// neither inside DecodeTime. The hooks sleep, so a DecodeTime that counted
+// them would not fit beside them in the call's wall time.
+func TestBenchWithHooks(t *testing.T) {
+	b := tinyBundle(t, tinyModelDir(t))
+	const decode, nap = 3, 30 * time.Millisecond
+	var before, after int
+	var hooks time.Duration
+	h := BenchHooks{
+		BeforeDecode: func() {
+			if after != 0 {
+				t.Errorf("BeforeDecode after %d AfterStep calls, want before the first", after)
+			}
+			before++
+		},
+		AfterStep: func() {
+			st := time.Now()
+			time.Sleep(nap)
+			hooks += time.Since(st)
+			after++
+		},
+	}
+	start := time.Now()
+	r, err := BenchWith(context.Background(), b, DefaultSettings(), 8, decode, h)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != 1 || after != decode || r.DecodeTokens != decode {
+		t.Fatalf("BeforeDecode %d times, AfterStep %d, %d tokens decoded: want 1, %d, %d", before, after, r.DecodeTokens, decode, decode)
+	}
+	if r.DecodeTime+r.PrefillTime+hooks > wall {
+		t.Fatalf("decode %v + prefill %v + hooks %v > the call's %v: DecodeTime counts the hooks", r.DecodeTime, r.PrefillTime, hooks, wall)
 	}
 }

@@ -33,9 +33,11 @@
 #
 # Each round runs, per context, llama-bench prefill (-p N), llama-bench
 # decode at depth N (-n GEN -d N) and `mlxchat bench --prompt-lens N
-# --decode GEN`, which also measures the memory read bandwidth (around its
-# decode) and the decode roofline fraction. The summary prints medians per context and the
-# ratios mlxchat / llama.cpp (above 1: mlxchat is faster).
+# --decode GEN`, which also measures the memory read bandwidth (a probe pass
+# after each decode step, and the peak: the best passes just before and after
+# the decode) and the decode roofline fraction against each. The summary
+# prints medians per context and the ratios mlxchat / llama.cpp (above 1:
+# mlxchat is faster).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/mlxchat-bench}
@@ -100,7 +102,7 @@ if [ "$rc" -ne 0 ]; then
 	smoke || die "llama-bench built without AMX failed its smoke run too: $LOG/llama-smoke.txt"
 fi
 
-RES="$LOG/results.tsv" # engine round context prefill decode bandwidth roofline load
+RES="$LOG/results.tsv" # engine round context prefill decode bandwidth roofline load peak-roofline
 : > "$RES"
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
@@ -116,7 +118,7 @@ llama_run() { # round ctx
 	local pp tg
 	pp=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i); h[$i]=i}; next} {gsub(/"/,"")} $h["n_gen"]==0{print $h["avg_ts"]}' "$f.pp.csv")
 	tg=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i); h[$i]=i}; next} {gsub(/"/,"")} $h["n_prompt"]==0{print $h["avg_ts"]}' "$f.tg.csv")
-	printf 'llama.cpp\t%s\t%s\t%s\t%s\t-\t-\t%s\n' "$1" "$2" "${pp:--}" "${tg:--}" "$l" >> "$RES"
+	printf 'llama.cpp\t%s\t%s\t%s\t%s\t-\t-\t%s\t-\n' "$1" "$2" "${pp:--}" "${tg:--}" "$l" >> "$RES"
 }
 
 mlx_run() { # round ctx
@@ -125,10 +127,11 @@ mlx_run() { # round ctx
 	"$WORK/mlxchat" bench "$MLX_MODEL" --backend cpu --threads "$THREADS" --prompt-lens "$2" --decode "$GEN" \
 		--prefill-chunk-size "$CHUNK" > "$f" 2>&1 || die "mlxchat bench failed: $f"
 	# The row: prompt, prefill tok/s, s, decode, tok/s, roofline, kv (two
-	# words), and the read GB/s probed around the row's decode.
+	# words), the read GB/s probed during the row's decode, the peak GB/s
+	# probed around it and the roofline against the peak.
 	awk -v p="$2" -v r="$1" -v l="$l" '
-		$1 == p && NF >= 9 {pp = $2; tg = $5; roof = $6; bw = $9}
-		END {printf "mlxchat\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r, p, pp, tg, bw, roof, l}' "$f" >> "$RES"
+		$1 == p && NF >= 11 {pp = $2; tg = $5; roof = $6; bw = $9; proof = $11}
+		END {printf "mlxchat\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r, p, pp, tg, bw, roof, l, proof}' "$f" >> "$RES"
 }
 
 echo "threads $THREADS · contexts $CONTEXTS · decode $GEN tokens · $ROUNDS interleaved rounds · logs in $LOG"
@@ -149,10 +152,10 @@ med() { awk -F'\t' -v e="$1" -v c="$2" -v k="$3" '$1 == e && $3 == c && $k != "-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "-"}'; }
 echo
 echo "medians of $ROUNDS rounds, $THREADS threads (tok/s):"
-printf '%-8s %10s %10s %8s   %10s %10s %8s   %9s %8s\n' context "mlx pp" "llama pp" ratio "mlx tg" "llama tg" ratio "bw GB/s" roofline
+printf '%-8s %10s %10s %8s   %10s %10s %8s   %9s %8s %9s\n' context "mlx pp" "llama pp" ratio "mlx tg" "llama tg" ratio "bw GB/s" roofline "peak roof"
 for c in $CONTEXTS; do
 	mp=$(med mlxchat "$c" 4) lp=$(med llama.cpp "$c" 4) mt=$(med mlxchat "$c" 5) lt=$(med llama.cpp "$c" 5)
-	printf '%-8s %10s %10s %8s   %10s %10s %8s   %9s %8s\n' "$c" "$mp" "$lp" "$(ratio "$mp" "$lp")" \
-		"$mt" "$lt" "$(ratio "$mt" "$lt")" "$(med mlxchat "$c" 6)" "$(med mlxchat "$c" 7)"
+	printf '%-8s %10s %10s %8s   %10s %10s %8s   %9s %8s %9s\n' "$c" "$mp" "$lp" "$(ratio "$mp" "$lp")" \
+		"$mt" "$lt" "$(ratio "$mt" "$lt")" "$(med mlxchat "$c" 6)" "$(med mlxchat "$c" 7)" "$(med mlxchat "$c" 9)"
 done
 echo "raw results: $RES"

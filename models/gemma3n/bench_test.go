@@ -22,10 +22,14 @@ import (
 //
 // and report tokens per second, peak RSS and, for decode, the roofline
 // fraction: the bytes a token reads (WeightBytes and the live keys and
-// values) × tokens/s over the measured read bandwidth
-// (cpu.MeasureReadBandwidth). MLXCHAT_DECODE_PROFILE=FILE writes a CPU
-// profile of the decode steps alone (go test's -cpuprofile also holds
-// the prompt's prefill); the last run of a benchmark leaves it.
+// values) × tokens/s over the read bandwidth of the same stretch of time,
+// one pass of a read probe after each decode step (cpu.ReadProbe.Pass,
+// outside the timing); roofline-peak is the same against the mean of the
+// best of six passes just before and just after the steps (GB/s-peak).
+// MLXCHAT_DECODE_PROFILE=FILE writes a CPU profile of the decode steps
+// and the probe passes between them (go tool pprof -ignore readParallel
+// leaves the passes out; go test's -cpuprofile also holds the prompt's
+// prefill); the last run of a benchmark leaves it.
 
 func e2bModel(b *testing.B) (*Model, *cpu.Backend) {
 	dir := os.Getenv("MLXCHAT_E2B_DIR")
@@ -68,7 +72,8 @@ func BenchmarkE2BDecode(b *testing.B) {
 
 func benchE2BDecode(b *testing.B, ctx int) {
 	m, be := e2bModel(b)
-	bw := cpu.MeasureReadBandwidth(512<<20, be.Threads()) * 1e9
+	probe := cpu.NewReadProbe(256 << 20)
+	before := probe.Measure(be.Threads()) * 1e9
 	c, err := m.NewCache(kvcache.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
@@ -98,23 +103,34 @@ func benchE2BDecode(b *testing.B, ctx int) {
 		defer pprof.StopCPUProfile()
 	}
 	b.ResetTimer()
-	start := time.Now()
+	var secs, probeSecs float64
+	probeBytes := 0
 	for i := 0; i < b.N; i++ {
+		start := time.Now()
 		lg, err := m.Forward(c, []int32{next}, true)
 		if err != nil {
 			b.Fatal(err)
 		}
 		next = familytest.Argmax(lg.F32())
+		secs += time.Since(start).Seconds()
+		b.StopTimer()
+		n, s := probe.Pass(be.Threads())
+		probeBytes += n
+		probeSecs += s
+		b.StartTimer()
 	}
-	secs := time.Since(start).Seconds()
 	b.StopTimer()
 	tps := float64(b.N) / secs
+	bw := float64(probeBytes) / probeSecs
+	peak := (before + probe.Measure(be.Threads())*1e9) / 2
 	// A step reads the weights it uses and the live keys and values.
 	read := float64(m.WeightBytes()) + float64(kv0+c.Stats().LiveBytes)/2
 	b.ReportMetric(tps, "tok/s")
 	b.ReportMetric(read/1e6, "MB/token")
 	b.ReportMetric(bw/1e9, "GB/s-read")
+	b.ReportMetric(peak/1e9, "GB/s-peak")
 	b.ReportMetric(read*tps/bw, "roofline")
+	b.ReportMetric(read*tps/peak, "roofline-peak")
 	b.ReportMetric(peakRSS()/1e6, "peakRSS-MB")
 }
 

@@ -39,23 +39,32 @@ func NewReadProbe(bytes int) *ReadProbe {
 // Measure is MeasureReadBandwidth over the probe's buffer; 0 when the
 // buffer is shorter than a slice per thread.
 func (p *ReadProbe) Measure(threads int) float64 {
+	best := 0.0
+	for pass := 0; pass < 6; pass++ {
+		if bytes, secs := p.Pass(threads); bytes > 0 {
+			best = max(best, float64(bytes)/secs/1e9)
+		}
+	}
+	return best
+}
+
+// Pass reads the probe's buffer once with threads goroutines (<= 0: one
+// per CPU) and returns the bytes read and the seconds taken; (0, 0) when
+// the buffer is shorter than a slice per thread. A benchmark that runs
+// one pass after each step of what it times gets the bandwidth of the
+// same stretch of time (a shared host's bandwidth moves by a fifth within
+// seconds), where Measure's best pass is the host at its least busy.
+func (p *ReadProbe) Pass(threads int) (bytes int, secs float64) {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	bytes := len(p.buf) &^ (128*threads - 1)
+	bytes = len(p.buf) / (128 * threads) * (128 * threads)
 	if bytes <= 0 {
-		return 0
+		return 0, 0
 	}
-	buf := p.buf[:bytes]
-	best := 0.0
-	for pass := 0; pass < 6; pass++ {
-		secs := readParallel(buf, threads)
-		if gbs := float64(bytes) / secs / 1e9; gbs > best {
-			best = gbs
-		}
-	}
-	runtime.KeepAlive(buf)
-	return best
+	secs = readParallel(p.buf[:bytes], threads)
+	runtime.KeepAlive(p.buf)
+	return bytes, secs
 }
 
 // readParallel reads buf once with threads goroutines and returns the

@@ -734,6 +734,17 @@ func TestMeasureReadBandwidth(t *testing.T) {
 	if NewReadProbe(100).Measure(2) != 0 {
 		t.Fatal("a buffer shorter than one slice per thread should give 0")
 	}
+	// One pass reads the buffer cut to a multiple of 128 bytes a thread.
+	odd := NewReadProbe(8<<20 + 300)
+	for _, th := range []int{1, 3} {
+		n, secs := odd.Pass(th)
+		if want := (8<<20 + 300) / (128 * th) * (128 * th); n != want || !(secs > 0) {
+			t.Fatalf("Pass(%d) read %d bytes in %g s, want %d in a positive time", th, n, secs, want)
+		}
+	}
+	if n, secs := NewReadProbe(100).Pass(2); n != 0 || secs != 0 {
+		t.Fatalf("Pass over a buffer shorter than a slice per thread: %d bytes, %g s, want 0, 0", n, secs)
+	}
 	b := make([]byte, 4096)
 	for i := range b {
 		b[i] = byte(i * 7)

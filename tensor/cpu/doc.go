@@ -55,7 +55,8 @@
 //     over every thread, with which a Float16 or Quantized8 KV cache
 //     decodes its views.
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
-//   - bandwidth.go: MeasureReadBandwidth, the roofline denominator.
+//   - bandwidth.go: MeasureReadBandwidth and ReadProbe, the roofline
+//     denominator (best of six passes, or one Pass after each timed step).
 //
 // Numerics. Decode (n < 4 x rows, and rows left over after blocks of
 // four) rounds x per group to an integer grid fine enough that the
