@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -608,6 +610,82 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	})
 }
 
+// TestPoolStreamCoversOnce checks stream's contract for several thread
+// counts, sizes and piece bounds, with callers running at once (so some
+// runs go without helpers): every index in exactly one piece, pieces
+// non-empty, inside [0, n) and starting at a multiple of align, and no two
+// pieces of one worker at the same time.
+func TestPoolStreamCoversOnce(t *testing.T) {
+	type tc struct{ n, minRows, minPiece, maxPiece, align int }
+	cases := []tc{{0, 16, 4, 8, 4}, {1, 16, 4, 8, 4}, {5, 1, 1, 1, 1}, {16, 16, 4, 8, 4}, {17, 4, 4, 8, 4},
+		{100, 8, 4, 32, 4}, {1000, 16, 16, 64, 4}, {4099, 16, 8, 1024, 4}, {4099, 1, 1, 1, 1}, {65536, 16, 32, 4096, 16}}
+	for _, threads := range []int{1, 2, 3, 8} {
+		p := newPool(threads)
+		var wg sync.WaitGroup
+		for caller := 0; caller < 3; caller++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, c := range cases {
+					for rep := 0; rep < 4; rep++ {
+						covered := make([]int32, c.n)
+						busy := make([]atomic.Int32, threads)
+						var bad atomic.Value
+						p.stream(c.n, c.minRows, c.minPiece, c.maxPiece, c.align, func(worker, lo, hi int) {
+							if busy[worker].Add(1) != 1 {
+								bad.Store(fmt.Sprintf("worker %d ran two pieces at once", worker))
+							}
+							if lo >= hi || lo < 0 || hi > c.n || lo%c.align != 0 {
+								bad.Store(fmt.Sprintf("piece [%d, %d)", lo, hi))
+							}
+							for i := lo; i < hi; i++ {
+								atomic.AddInt32(&covered[i], 1)
+							}
+							busy[worker].Add(-1)
+						})
+						if v := bad.Load(); v != nil {
+							t.Errorf("threads %d %+v: %v", threads, c, v)
+							return
+						}
+						for i, h := range covered {
+							if h != 1 {
+								t.Errorf("threads %d %+v: index %d covered %d times", threads, c, i, h)
+								return
+							}
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		p.close()
+	}
+}
+
+// TestPoolStreamStealsFromSlowWorker: when one worker is slow, the other
+// takes over the rest of its region, so the fast worker ends up with most
+// of the rows instead of its half.
+func TestPoolStreamStealsFromSlowWorker(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	const n = 4096
+	var fast, slow atomic.Int64
+	p.stream(n, 16, 16, 64, 4, func(worker, lo, hi int) {
+		if worker == 1 {
+			time.Sleep(time.Millisecond)
+			slow.Add(int64(hi - lo))
+			return
+		}
+		fast.Add(int64(hi - lo))
+	})
+	if fast.Load()+slow.Load() != n {
+		t.Fatalf("covered %d rows, want %d", fast.Load()+slow.Load(), n)
+	}
+	if fast.Load() <= n/2 {
+		t.Errorf("the fast worker did %d of %d rows; a slow worker's rows were not taken over", fast.Load(), n)
+	}
+}
+
 // TestSIMDMatchesPortable runs the assembly and portable paths on odd sizes:
 // x row counts that are not multiples of 4 (the leftover rows take the
 // int16 decode kernels), group counts that need padding, odd output counts
@@ -637,7 +715,8 @@ func testSIMDMatchesPortable(t *testing.T, level kernelLevel) {
 	type shape struct{ n, in, out, gs int }
 	shapes := []shape{{1, 96, 37, 32}, {3, 320, 5, 64}, {4, 1024, 9, 128}, {5, 256, 130, 64}, {9, 640, 3, 128}, {7, 64, 1, 32},
 		{1, 32, 6, 32}, {1, 608, 13, 32}, {2, 2048, 67, 64}, {1, 2560, 9, 128}, {1, 1152, 4, 64}, {1, 384, 7, 128},
-		{12, 256, 33, 32}, {6, 384, 10, 128}, {13, 96, 2, 32}, {16, 256, 7, 64}, {21, 384, 13, 128}, {35, 96, 31, 32}}
+		{12, 256, 33, 32}, {6, 384, 10, 128}, {13, 96, 2, 32}, {16, 256, 7, 64}, {21, 384, 13, 128}, {35, 96, 31, 32},
+		{1, 1024, 1501, 64}} // the last: pieces of several sizes, split between workers
 	if !testing.Short() {
 		shapes = append(shapes, shape{6, 4096, 300, 64}, shape{1, 8192, 70, 32}) // several L2 tiles per worker
 	}

@@ -37,11 +37,16 @@ type offer struct {
 }
 
 // spinFor is how long a helper that just finished a task keeps polling
-// for the next offer before it parks. Decode runs one small op after
-// another (a 2048x512 matvec takes ~10 µs); waking a parked goroutine costs
-// a few microseconds through the scheduler, polling costs nothing the
-// caller would notice, and a helper stops polling after this long.
-const spinFor = 50 * time.Microsecond
+// for the next offer before it parks, and how long a caller polls for
+// helpers finishing before it blocks. Decode runs one op after another
+// with gaps of microseconds to a few hundred (a 2048x512 matvec takes ~10
+// µs, the head's serial steps ~200), and waking a parked goroutine costs
+// tens of microseconds on a loaded VM, during which the caller works
+// alone. On Gemma 3n E2B at 512 of context (2 threads, Xeon, alternating
+// settings in one process) 1 ms instead of 50 µs left 2 of 409 runs a
+// token without their helper instead of 50 and read 6% faster; a helper
+// stops polling after this long, so an idle backend parks within 1 ms.
+const spinFor = time.Millisecond
 
 func newPool(threads int) *pool {
 	p := &pool{helpers: max(threads-1, 0)}
@@ -162,6 +167,16 @@ func (p *pool) run(tasks int, fn func(i int)) {
 	taken := int32(0)
 	for i := 0; i < sent; i++ {
 		if offers[i].state.CompareAndSwap(0, 2) {
+			// Take the withdrawn offer out of the queue if it is still
+			// there: left in, it fills the queue, and the next run's offer
+			// finds no room and goes without a helper. Whatever this takes
+			// out is withdrawn or about to be (its caller does its tasks
+			// itself), so taking another run's offer costs that run only
+			// its helper.
+			select {
+			case <-p.jobs:
+			default:
+			}
 			r.wg.Done()
 		} else {
 			taken++
@@ -224,3 +239,114 @@ func (p *pool) splitParts(n, minSize, parts int, fn func(lo, hi int)) {
 		fn(lo, min(lo+chunk, n))
 	})
 }
+
+// streamRegion is one worker's share of a stream call: the rows [lo, hi)
+// not yet claimed, packed as lo<<32 | hi so that the owner's claims from
+// the front and a thief's split of the back are single compare-and-swaps.
+// Padded to a cache line so that two workers' claims never share one.
+type streamRegion struct {
+	state atomic.Uint64
+	_     [56]byte
+}
+
+func packRange(lo, hi int) uint64     { return uint64(lo)<<32 | uint64(hi) }
+func unpackRange(s uint64) (int, int) { return int(s >> 32), int(s & 0xffffffff) }
+
+// stream calls fn(worker, lo, hi) over ascending, contiguous pieces that
+// together cover [0, n) exactly once. [0, n) is cut into one region per
+// thread (of at least minRows rows); each worker walks its own region from
+// the front, so the weight rows it reads form one sequential stream whose
+// prefetches run on into its next piece. A worker whose region is done
+// takes the back half of the region with the most rows left (or all of
+// it, when that is at most one piece) as its new region, so the workers
+// finish within about a piece of each other even when one joined late or
+// never came. Pieces start at a quarter of the rows left in the region,
+// clamped to [minPiece, maxPiece] and rounded to align rows (a power of
+// two), so that a long product makes few calls and its last pieces are
+// small. worker identifies the calling worker, in [0, threads): no two
+// calls with the same worker run at once.
+func (p *pool) stream(n, minRows, minPiece, maxPiece, align int, fn func(worker, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if n >= 1<<31 {
+		panic("cpu: stream over 2^31 rows")
+	}
+	parts := min(p.helpers+1, max(1, n/max(minRows, 1)))
+	if parts == 1 {
+		fn(0, 0, n)
+		return
+	}
+	regions := make([]streamRegion, parts)
+	for i := range regions {
+		lo := roundDown(n*i/parts, align)
+		hi := n
+		if i+1 < parts {
+			hi = roundDown(n*(i+1)/parts, align)
+		}
+		regions[i].state.Store(packRange(lo, hi))
+	}
+	p.run(parts, func(w int) {
+		own := &regions[w]
+		for {
+			for {
+				s := own.state.Load()
+				lo, hi := unpackRange(s)
+				if lo >= hi {
+					break
+				}
+				e := hi
+				if size := roundDown(min(max((hi-lo)/4, minPiece), maxPiece), align); lo+size < hi && size > 0 {
+					e = lo + size
+				}
+				if own.state.CompareAndSwap(s, packRange(e, hi)) {
+					fn(w, lo, e)
+				}
+			}
+			if !p.steal(regions, own, minPiece, align) {
+				return
+			}
+		}
+	})
+}
+
+// steal moves the back half of the region with the most rows left (all of
+// it when that is at most minPiece rows) into own, which is empty. It
+// reports false when every region is empty.
+func (p *pool) steal(regions []streamRegion, own *streamRegion, minPiece, align int) bool {
+	for {
+		best, bestLeft := -1, 0
+		for i := range regions {
+			lo, hi := unpackRange(regions[i].state.Load())
+			if hi-lo > bestLeft {
+				best, bestLeft = i, hi-lo
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		v := &regions[best]
+		s := v.state.Load()
+		lo, hi := unpackRange(s)
+		if lo >= hi {
+			continue
+		}
+		mid := lo
+		if hi-lo > minPiece {
+			mid = roundDown(lo+(hi-lo)/2, align)
+			if mid <= lo {
+				mid = lo
+			}
+		}
+		if !v.state.CompareAndSwap(s, packRange(lo, mid)) {
+			continue
+		}
+		// own is empty and only its worker refills it; a thief that read
+		// it before it emptied fails its swap.
+		own.state.Store(packRange(mid, hi))
+		return true
+	}
+}
+
+// roundDown rounds v down to a multiple of align (a power of two).
+func roundDown(v, align int) int { return v &^ (align - 1) }

@@ -182,18 +182,31 @@ func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
 }
 
 // matvec512 computes dst[o] = x·w[o] for one row x with the AVX-512
-// kernels: x is quantized per group into limbs (xzQuantize), each worker
-// takes a range of output rows and the kernel runs four rows per pass so a
-// block of x is loaded once for four weight rows.
+// kernels: x is quantized per group into limbs (xzQuantize), the workers
+// walk contiguous ranges of output rows (pool.stream) and the kernel runs
+// four rows per pass so a block of x is loaded once for four weight rows.
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	a, release := b.qzPrepare(x, w)
 	defer release()
-	b.pool.splitParts(w.Out, 16, 4*b.threads, func(lo, hi int) {
-		cBuf := b.getBuf(qzScratchLen(a))
-		defer b.putBuf(cBuf)
-		t := qzRange(a, w, lo, hi, *cBuf, dst)
+	// Pieces of 32 KiB to 1 MiB of weights: the first pieces of a long
+	// product are large (few calls), the last small, so the workers end
+	// within a few microseconds of each other.
+	rowBytes := a.wstride + 2*a.sstride
+	minPiece := max(16, (32<<10)/rowBytes)
+	maxPiece := max(minPiece, (1<<20)/rowBytes)
+	scratch := make([]*[]float32, b.threads)
+	b.pool.stream(w.Out, 16, minPiece, maxPiece, 4, func(worker, lo, hi int) {
+		if scratch[worker] == nil {
+			scratch[worker] = b.getBuf(qzScratchLen(a))
+		}
+		t := qzRange(a, w, lo, hi, *scratch[worker], dst)
 		runQz(w.Bits, w.GroupSize, &t)
 	})
+	for _, c := range scratch {
+		if c != nil {
+			b.putBuf(c)
+		}
+	}
 }
 
 // matvecRows512 is matvec512 for the rows of w listed in rows
