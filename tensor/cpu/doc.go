@@ -30,7 +30,8 @@
 //     back to back and a scheduler wake-up costs tens of microseconds on a
 //     loaded VM; a caller takes an offer it withdrew back out of the queue,
 //     where it would otherwise leave the next run without a helper. The
-//     decode matvec (matvec512) runs under stream: one contiguous region
+//     decode matvecs (matvec512, and matmulQuantSIMD's at the AVX2 level)
+//     run under stream: one contiguous region
 //     of rows per worker, walked from the front in pieces that shrink from
 //     1 MiB to 32 KiB of weights as the region drains (so each worker's
 //     reads are one sequential stream and its prefetches run on into its
