@@ -359,14 +359,22 @@ func (b *Backend) matmulQuantSIMD(dst, x []float32, n int, w *tensor.Matrix) boo
 		// Decode: contiguous regions per worker, as in matvec512 (E2B at
 		// 512 of context on this level, 2 threads, alternating: 9.68 ->
 		// 10.20 and 9.69 -> 10.05 tok/s).
-		rowBytes := wstride + 2*groups*w.Scales.DType.Size()
-		minPiece := max(16, (32<<10)/rowBytes)
-		maxPiece := max(minPiece, (1<<20)/rowBytes)
-		b.pool.stream(out, 16, minPiece, maxPiece, 4, func(_, lo, hi int) { body(lo, hi) })
+		b.streamRows(out, wstride+2*groups*w.Scales.DType.Size(), func(_, lo, hi int) { body(lo, hi) })
 		return true
 	}
 	b.pool.splitParts(out, 16, 4*b.threads, body)
 	return true
+}
+
+// streamRows runs a decode matvec's rows (rowBytes of weights, scales and
+// biases each) under pool.stream in pieces of 32 KiB to 1 MiB of weights,
+// whole 4-row passes: the first pieces of a long product are large (few
+// calls), the last small, so the workers end within a few microseconds of
+// each other.
+func (b *Backend) streamRows(rows, rowBytes int, fn func(worker, lo, hi int)) {
+	minPiece := max(16, (32<<10)/rowBytes)
+	maxPiece := max(minPiece, (1<<20)/rowBytes)
+	b.pool.stream(rows, 16, minPiece, maxPiece, 4, fn)
 }
 
 // matmulDenseSIMD converts tiles of weight rows to float32 (F32 weights

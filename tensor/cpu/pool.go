@@ -303,7 +303,7 @@ func (p *pool) stream(n, minRows, minPiece, maxPiece, align int, fn func(worker,
 					fn(w, lo, e)
 				}
 			}
-			if !p.steal(regions, own, minPiece, align) {
+			if !steal(regions, own, minPiece, align) {
 				return
 			}
 		}
@@ -313,7 +313,7 @@ func (p *pool) stream(n, minRows, minPiece, maxPiece, align int, fn func(worker,
 // steal moves the back half of the region with the most rows left (all of
 // it when that is at most minPiece rows) into own, which is empty. It
 // reports false when every region is empty.
-func (p *pool) steal(regions []streamRegion, own *streamRegion, minPiece, align int) bool {
+func steal(regions []streamRegion, own *streamRegion, minPiece, align int) bool {
 	for {
 		best, bestLeft := -1, 0
 		for i := range regions {
@@ -331,12 +331,9 @@ func (p *pool) steal(regions []streamRegion, own *streamRegion, minPiece, align 
 		if lo >= hi {
 			continue
 		}
-		mid := lo
+		mid := lo // lo is a multiple of align, so mid >= lo
 		if hi-lo > minPiece {
 			mid = roundDown(lo+(hi-lo)/2, align)
-			if mid <= lo {
-				mid = lo
-			}
 		}
 		if !v.state.CompareAndSwap(s, packRange(lo, mid)) {
 			continue

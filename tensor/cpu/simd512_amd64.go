@@ -188,14 +188,8 @@ func (b *Backend) qzPrepare(x []float32, w *tensor.Matrix) (qzArgs, func()) {
 func (b *Backend) matvec512(dst, x []float32, w *tensor.Matrix) {
 	a, release := b.qzPrepare(x, w)
 	defer release()
-	// Pieces of 32 KiB to 1 MiB of weights: the first pieces of a long
-	// product are large (few calls), the last small, so the workers end
-	// within a few microseconds of each other.
-	rowBytes := a.wstride + 2*a.sstride
-	minPiece := max(16, (32<<10)/rowBytes)
-	maxPiece := max(minPiece, (1<<20)/rowBytes)
 	scratch := make([]*[]float32, b.threads)
-	b.pool.stream(w.Out, 16, minPiece, maxPiece, 4, func(worker, lo, hi int) {
+	b.streamRows(w.Out, a.wstride+2*a.sstride, func(worker, lo, hi int) {
 		if scratch[worker] == nil {
 			scratch[worker] = b.getBuf(qzScratchLen(a))
 		}
