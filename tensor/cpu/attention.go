@@ -312,10 +312,7 @@ func (c *attnCall) weigh(s []float32, vis int8, kpos []int, qpos int, m, l *floa
 			}
 		}
 	}
-	bm := negInf
-	for _, x := range s {
-		bm = max(bm, x)
-	}
+	bm := maxF32(s)
 	if bm == negInf {
 		clear(s)
 		return

@@ -102,3 +102,35 @@ func TestGaussianTopKRowSIMD(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxF32 checks maxF32 against a fold of the built-in max for every
+// length up to 13 (the four-way body and the tail), with the maximum at
+// each position, infinities and NaN.
+func TestMaxF32(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	fold := func(s []float32) float32 {
+		m := -inf
+		for _, x := range s {
+			m = max(m, x)
+		}
+		return m
+	}
+	same := func(a, b float32) bool { return a == b || (a != a && b != b) }
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 13; n++ {
+		for at := 0; at < max(n, 1); at++ {
+			for _, special := range []float32{0, 7, inf, -inf, nan} {
+				s := make([]float32, n)
+				for i := range s {
+					s[i] = float32(rng.NormFloat64())
+				}
+				if n > 0 {
+					s[at] = special
+				}
+				if got, want := maxF32(s), fold(s); !same(got, want) {
+					t.Fatalf("maxF32(%v) = %v, want %v", s, got, want)
+				}
+			}
+		}
+	}
+}

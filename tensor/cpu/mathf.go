@@ -47,3 +47,44 @@ func tanhf(x float32) float32 {
 	}
 	return y
 }
+
+// maxF32 returns the largest value of s (-Inf when s is empty), or NaN
+// when s holds one, as a fold of the built-in max would (up to the sign
+// of a zero maximum). The built-in
+// float max orders signed zeros and checks for NaN at every step, one
+// long dependency chain; four independent comparisons run several times
+// faster, which matters where attention takes the maximum of every block
+// of scores.
+func maxF32(s []float32) float32 {
+	negInf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := negInf, negInf, negInf, negInf
+	nan := false
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		x0, x1, x2, x3 := s[i], s[i+1], s[i+2], s[i+3]
+		if x0 > m0 {
+			m0 = x0
+		}
+		if x1 > m1 {
+			m1 = x1
+		}
+		if x2 > m2 {
+			m2 = x2
+		}
+		if x3 > m3 {
+			m3 = x3
+		}
+		nan = nan || x0 != x0 || x1 != x1 || x2 != x2 || x3 != x3
+	}
+	for ; i < len(s); i++ {
+		if x := s[i]; x > m0 {
+			m0 = x
+		} else if x != x {
+			nan = true
+		}
+	}
+	if nan {
+		return float32(math.NaN())
+	}
+	return max(m0, m1, m2, m3)
+}

@@ -177,10 +177,7 @@ func (b *Backend) Softmax(dst, x *tensor.Tensor) error {
 }
 
 func softmaxRow(dst, x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
+	m := maxF32(x)
 	var sum float64
 	for i, v := range x {
 		e := expf(v - m)
