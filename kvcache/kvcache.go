@@ -591,8 +591,10 @@ func (c *Cache) Append(layerIdx int, k, v *tensor.Tensor) (View, error) {
 		name string
 		t    *tensor.Tensor
 	}{{"k", k}, {"v", v}} {
-		if err := tensor.CheckShape(fmt.Sprintf("kvcache: layer %d %s", layerIdx, t.name), t.t, tensor.F32, c.n, l.spec.KVHeads, l.spec.HeadDim); err != nil {
-			return View{}, err
+		// The label is built only for a mismatch: Append runs for every
+		// layer of every decode step.
+		if !tensor.ShapeMatches(t.t, tensor.F32, []int{c.n, l.spec.KVHeads, l.spec.HeadDim}) {
+			return View{}, tensor.CheckShape(fmt.Sprintf("kvcache: layer %d %s", layerIdx, t.name), t.t, tensor.F32, c.n, l.spec.KVHeads, l.spec.HeadDim)
 		}
 		if want := c.n * l.spec.KVHeads * l.spec.HeadDim * 4; len(t.t.Data) < want {
 			return View{}, fmt.Errorf("kvcache: layer %d %s: %s holds %d bytes, want %d", layerIdx, t.name, t.t, len(t.t.Data), want)
