@@ -20,6 +20,7 @@ type Backend struct {
 	bufs    slicePool[float32] // scratch, so hot ops do not feed the GC
 	keyPos  slicePool[int]     // Attention's key positions, one per key column
 	cols    *colCache          // column copies of the matrices SparseMatMul has seen
+	rope    *ropeTables        // RoPE's recent cosine and sine tables
 }
 
 var _ tensor.Backend = (*Backend)(nil)
@@ -80,7 +81,7 @@ func newBackend(threads int, simd bool) *Backend {
 // newBackendLevel returns a backend that uses the kernels of level l (which
 // the machine must support).
 func newBackendLevel(threads int, l kernelLevel) *Backend {
-	b := &Backend{threads: threads, pool: newPool(threads), simd: l >= levelAVX2, avx512: l >= levelAVX512, cols: &colCache{}}
+	b := &Backend{threads: threads, pool: newPool(threads), simd: l >= levelAVX2, avx512: l >= levelAVX512, cols: &colCache{}, rope: &ropeTables{}}
 	// Helpers hold the pool, not the Backend, so a Backend nobody closed
 	// can still be collected; its helpers stop then.
 	runtime.AddCleanup(b, func(p *pool) { p.close() }, b.pool)

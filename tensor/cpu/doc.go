@@ -74,6 +74,8 @@
 //   - mathf.go: float32 exp and tanh (softmax, GELU, softcap).
 //   - bandwidth.go: MeasureReadBandwidth and ReadProbe, the roofline
 //     denominator (best of six passes, or one Pass after each timed step).
+//   - rope.go: RoPE's cosine and sine tables, computed once per table and
+//     positions and shared by every layer and head.
 //
 // Numerics. Decode (n < 4 x rows, and rows left over after blocks of
 // four) rounds x per group to an integer grid fine enough that the

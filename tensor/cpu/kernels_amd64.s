@@ -1895,3 +1895,40 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func ropeHalfAVX(row, cs *float32, half int)
+// Rotates the pairs (row[i], row[i+half]) by the angles whose cosines are
+// cs[i] and sines cs[half+i], for the whole blocks of eight i: products
+// rounded, then one subtraction or addition, as the Go loop does.
+TEXT ·ropeHalfAVX(SB), NOSPLIT, $0-24
+	MOVQ row+0(FP), DI
+	MOVQ cs+8(FP), SI
+	MOVQ half+16(FP), CX
+	LEAQ (DI)(CX*4), DX
+	LEAQ (SI)(CX*4), BX
+	SHRQ $3, CX
+	JZ   ropedone
+
+ropeloop:
+	VMOVUPS (DI), Y0
+	VMOVUPS (DX), Y1
+	VMOVUPS (SI), Y2
+	VMOVUPS (BX), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y6
+	VMULPS  Y3, Y0, Y7
+	VADDPS  Y7, Y6, Y6
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y6, (DX)
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	ADDQ    $32, SI
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     ropeloop
+
+ropedone:
+	VZEROUPPER
+	RET

@@ -329,7 +329,9 @@ func rmsRowSIMD(dst, x, w []float32, eps float32) {
 
 // RoPE rotates x[n, heads, headDim] in place with the table r at
 // positions pos0..pos0+n-1: half-split pairs (i, i+dims/2), or
-// neighbouring pairs (2i, 2i+1) when r.Interleaved.
+// neighbouring pairs (2i, 2i+1) when r.Interleaved. The cosines and sines
+// come from the backend's rope tables (ropeTables), shared by every layer
+// and head that rotates at the same positions.
 func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 	if err := checkF32("rope", "x", x); err != nil {
 		return err
@@ -339,37 +341,51 @@ func (b *Backend) RoPE(x *tensor.Tensor, pos0 int, r *tensor.Rotary) error {
 		return fmt.Errorf("cpu %w", err)
 	}
 	half := r.Dims / 2
-	invFreq := r.InvFreq.F32()
+	tab := b.rope.get(r, pos0, n)
 	v := x.F32()
-	b.pool.split(n, 1, func(lo, hi int) {
-		cs := make([]float32, 2*half)
+	b.pool.split(n, max(1, 4096/max(heads*hd, 1)), func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			p := float32(pos0 + t)
-			for i, f := range invFreq {
-				s, c := math.Sincos(float64(p * f))
-				cs[i], cs[half+i] = float32(c), float32(s)
-			}
+			cs := tab[t*2*half : (t+1)*2*half]
 			for h := 0; h < heads; h++ {
-				row := v[(t*heads+h)*hd:]
-				if r.Interleaved {
-					for i := 0; i < half; i++ {
-						c, s := cs[i], cs[half+i]
-						x1, x2 := row[2*i], row[2*i+1]
-						row[2*i] = x1*c - x2*s
-						row[2*i+1] = x2*c + x1*s
-					}
-					continue
-				}
-				for i := 0; i < half; i++ {
-					c, s := cs[i], cs[half+i]
-					x1, x2 := row[i], row[i+half]
-					row[i] = x1*c - x2*s
-					row[i+half] = x2*c + x1*s
+				row := v[(t*heads+h)*hd:][:r.Dims]
+				switch {
+				case r.Interleaved:
+					ropeInterleaved(row, cs, half)
+				case b.simd:
+					ropeHalfSIMD(row, cs, half)
+				default:
+					ropeHalfKernel(row, cs, half)
 				}
 			}
 		}
 	})
 	return nil
+}
+
+// ropeHalfKernel rotates the pairs (row[i], row[i+half]) of one head by
+// the angles with cosines cs[i] and sines cs[half+i].
+func ropeHalfKernel(row, cs []float32, half int) { ropeHalfRange(row, cs, half, 0) }
+
+// ropeHalfRange is ropeHalfKernel for the pairs from..half-1.
+func ropeHalfRange(row, cs []float32, half, from int) {
+	lo, hi := row[:half], row[half:2*half]
+	c, s := cs[:half], cs[half:2*half]
+	for i := from; i < half; i++ {
+		x1, x2 := lo[i], hi[i]
+		lo[i] = x1*c[i] - x2*s[i]
+		hi[i] = x2*c[i] + x1*s[i]
+	}
+}
+
+// ropeInterleaved rotates the pairs (row[2i], row[2i+1]) of one head.
+func ropeInterleaved(row, cs []float32, half int) {
+	row = row[:2*half]
+	c, s := cs[:half], cs[half:2*half]
+	for i := 0; i < half; i++ {
+		x1, x2 := row[2*i], row[2*i+1]
+		row[2*i] = x1*c[i] - x2*s[i]
+		row[2*i+1] = x2*c[i] + x1*s[i]
+	}
 }
 
 // Gather writes row ids[i] of w, dequantized, into row i of dst.

@@ -107,6 +107,9 @@ func subClampAVX(dst, x *float32, cut float32, n int)
 func mulAVX(dst, a, b *float32, n int)
 
 //go:noescape
+func ropeHalfAVX(row, cs *float32, half int)
+
+//go:noescape
 func scaleAVX(dst, x *float32, s float32, n int)
 
 //go:noescape
@@ -343,6 +346,16 @@ func scaleSIMD(d, x []float32, s float32) {
 		scaleAVX(&d[0], &x[0], s, m)
 	}
 	scaleKernel(d[m:], x[m:], s)
+}
+
+// ropeHalfSIMD is ropeHalfKernel with AVX, bit for bit.
+func ropeHalfSIMD(row, cs []float32, half int) {
+	m := half &^ 7
+	if m > 0 {
+		_, _ = row[2*half-1], cs[2*half-1]
+		ropeHalfAVX(&row[0], &cs[0], half)
+	}
+	ropeHalfRange(row, cs, half, m)
 }
 
 // scaleMulSIMD is scaleMulKernel (d = x * s * w) with AVX.

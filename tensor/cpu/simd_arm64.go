@@ -310,4 +310,5 @@ func addSIMD(d, x, y []float32)                          { addKernel(d, x, y) }
 func mulSIMD(d, x, y []float32)                          { mulKernel(d, x, y) }
 func scaleSIMD(d, x []float32, s float32)                { scaleKernel(d, x, s) }
 func scaleMulSIMD(d, x, w []float32, s float32)          { scaleMulKernel(d, x, w, s) }
+func ropeHalfSIMD(row, cs []float32, half int)           { ropeHalfKernel(row, cs, half) }
 func gaussianTopKRowSIMD(dst, x []float32, mult float64) { gaussianTopKRow(dst, x, mult) }
