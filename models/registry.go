@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"mlxchat/models/blocks"
 	"mlxchat/models/checkpoint"
 	"mlxchat/models/cohere2"
 	"mlxchat/models/gemma3"
@@ -124,11 +125,9 @@ func build(dir string, backend tensor.Backend, open func(dir string) (*checkpoin
 		if err != nil {
 			return nil, err
 		}
-		if wm, ok := backend.(tensor.WeightMapper); ok && !ck.HeadersOnly() {
-			if err := ck.MapWeights(wm); err != nil {
-				ck.Close()
-				return nil, fmt.Errorf("loading %s: %w", filepath.Clean(dir), err)
-			}
+		if err := blocks.MapWeights(ck, backend); err != nil {
+			ck.Close()
+			return nil, err
 		}
 		m, err := a.build(ck, backend)
 		if err != nil {

@@ -117,11 +117,13 @@ type GatedOps interface {
 	SparseMatMul(dst, x *Tensor, w *Matrix) error
 }
 
-// WeightMapper is implemented by backends that can read weights in place
-// from memory-mapped checkpoint files instead of copying each tensor (the
-// Metal backend wraps whole files in no-copy GPU buffers). A model loader
-// offers each file's mapping with MapWeights and calls UnmapWeights for it
-// before unmapping the file.
+// WeightMapper is implemented by backends that want to know which weights
+// come from memory-mapped checkpoint files, and for how long: the Metal
+// backend wraps whole files in no-copy GPU buffers and reads weights in
+// place; the CPU backend copies the matrices it multiplies out of the
+// mapping into its own memory, which streams faster than the page cache's
+// pages. A model loader offers each file's mapping with MapWeights and
+// calls UnmapWeights for it before unmapping the file.
 type WeightMapper interface {
 	// MapWeights registers region, mapped read-only and unchanged until
 	// UnmapWeights; weights inside it may then be used in place.

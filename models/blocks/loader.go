@@ -3,6 +3,7 @@ package blocks
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"mlxchat/kvcache"
@@ -225,6 +226,20 @@ func Tied(ck *checkpoint.Checkpoint, text *checkpoint.Config, def bool) (bool, e
 	return def, nil
 }
 
+// MapWeights offers ck's file mappings to be when it is a
+// tensor.WeightMapper (Metal reads them in place, the CPU backend copies
+// the matrices it multiplies out of them) and ck holds more than headers.
+func MapWeights(ck *checkpoint.Checkpoint, be tensor.Backend) error {
+	wm, ok := be.(tensor.WeightMapper)
+	if !ok || ck.HeadersOnly() {
+		return nil
+	}
+	if err := ck.MapWeights(wm); err != nil {
+		return fmt.Errorf("loading %s: %w", filepath.Clean(ck.Dir), err)
+	}
+	return nil
+}
+
 // Open opens the checkpoint in dir and builds a model from it with
 // newModel, which owns the checkpoint from then on; when newModel fails,
 // the checkpoint is closed before the error is returned. Every family's
@@ -232,6 +247,11 @@ func Tied(ck *checkpoint.Checkpoint, text *checkpoint.Config, def bool) (bool, e
 func Open[M any](dir string, be tensor.Backend, newModel func(*checkpoint.Checkpoint, tensor.Backend) (M, error)) (M, error) {
 	ck, err := checkpoint.Open(dir)
 	if err != nil {
+		var zero M
+		return zero, err
+	}
+	if err := MapWeights(ck, be); err != nil {
+		ck.Close()
 		var zero M
 		return zero, err
 	}

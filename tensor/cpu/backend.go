@@ -21,9 +21,13 @@ type Backend struct {
 	keyPos  slicePool[int]     // Attention's key positions, one per key column
 	cols    *colCache          // column copies of the matrices SparseMatMul has seen
 	rope    *ropeTables        // RoPE's recent cosine and sine tables
+	res     residency          // copies of the mapped checkpoints' matrices (resident.go)
 }
 
-var _ tensor.Backend = (*Backend)(nil)
+var (
+	_ tensor.Backend      = (*Backend)(nil)
+	_ tensor.WeightMapper = (*Backend)(nil)
+)
 
 // New returns a CPU backend that uses up to threads cores; threads <= 0
 // means runtime.NumCPU().

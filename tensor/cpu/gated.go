@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"mlxchat/tensor"
@@ -49,6 +50,8 @@ func (b *Backend) GatedMatMul(g, x *tensor.Tensor, w *tensor.Matrix, bias *tenso
 		return nil
 	}
 	gd, xd := g.F32(), x.F32()
+	w, keep := b.resident(w)
+	defer runtime.KeepAlive(keep)
 	if n >= 4 && !(b.canGather(w) && mostlyZero(gd, gatherDensity)) {
 		return b.gatedFull(gd, xd, n, w, bv)
 	}

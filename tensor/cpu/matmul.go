@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"mlxchat/tensor"
 )
@@ -18,6 +19,8 @@ func (b *Backend) MatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if n == 0 {
 		return nil
 	}
+	w, keep := b.resident(w)
+	defer runtime.KeepAlive(keep)
 	if w.Quantized() {
 		return b.matmulQuant(dst.F32(), x.F32(), n, w)
 	}

@@ -261,15 +261,22 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 		return nil
 	}
 	xd, yd := x.F32(), dst.F32()
-	if !w.Quantized() {
-		return b.matmulDense(yd, xd, n, w)
-	}
-	if !b.columnKernel(w) {
+	// The whole products read the resident copy (resident.go); the column
+	// path reads its own column form, built from the mapping.
+	whole := func() error {
+		w, keep := b.resident(w)
+		defer runtime.KeepAlive(keep)
+		if !w.Quantized() {
+			return b.matmulDense(yd, xd, n, w)
+		}
 		return b.matmulQuant(yd, xd, n, w)
+	}
+	if !w.Quantized() || !b.columnKernel(w) {
+		return whole()
 	}
 	counts := b.nonZeroCounts(xd, n, w.In)
 	if counts[n] > int(sparseDensity*float64(len(xd))) {
-		return b.matmulQuant(yd, xd, n, w)
+		return whole()
 	}
 	b.sparseRows(yd, xd, n, b.cols.get(b, w), counts)
 	return nil
