@@ -11,6 +11,7 @@ import (
 
 	"mlxchat/kvcache"
 	"mlxchat/models/familytest"
+	"mlxchat/tensor"
 	"mlxchat/tensor/cpu"
 )
 
@@ -179,4 +180,63 @@ func BenchmarkE2BPrefillLong(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*total)/secs, "tok/s")
 	b.ReportMetric(peakRSS()/1e6, "peakRSS-MB")
+}
+
+// BenchmarkE2BResident multiplies the checkpoint's attention and dense MLP
+// matrices (q, k, v, o; gate, up, down of the twenty dense layers: 697 MB
+// for E2B) by one row back to back, as a decode step does, alternating a
+// pass on a backend that reads them from the checkpoint's file mapping
+// with a pass on the model's backend, which reads its resident copies
+// (tensor/cpu resident.go). It reports both rates in GB/s of weight bytes
+// and their ratio (resident/mapped).
+func BenchmarkE2BResident(b *testing.B) {
+	m, be := e2bModel(b)
+	mapped := cpu.New(be.Threads())
+	defer mapped.Close()
+	var ms []*tensor.Matrix
+	for i := range m.layers {
+		l := &m.layers[i]
+		ms = append(ms, l.attn.Q)
+		if !l.attn.Shared {
+			ms = append(ms, l.attn.K, l.attn.V)
+		}
+		ms = append(ms, l.attn.O)
+		if !l.mlp.Sparse {
+			ms = append(ms, l.mlp.Gate, l.mlp.Up, l.mlp.Down)
+		}
+	}
+	xs, ds := map[int]*tensor.Tensor{}, map[int]*tensor.Tensor{}
+	bytes := 0
+	for _, w := range ms {
+		if xs[w.In] == nil {
+			xs[w.In] = tensor.New(tensor.F32, 1, w.In)
+			for i, v := 0, xs[w.In].F32(); i < len(v); i++ {
+				v[i] = float32(i%7) - 3
+			}
+		}
+		if ds[w.Out] == nil {
+			ds[w.Out] = tensor.New(tensor.F32, 1, w.Out)
+		}
+		bytes += w.Bytes()
+	}
+	pass := func(on *cpu.Backend) time.Duration {
+		start := time.Now()
+		for _, w := range ms {
+			if err := on.MatMul(ds[w.Out], xs[w.In], w); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	pass(be)     // make the copies
+	pass(mapped) // fault the mapping back in
+	var tm, tr time.Duration
+	for b.Loop() {
+		tm += pass(mapped)
+		tr += pass(be)
+	}
+	gb := float64(b.N) * float64(bytes) / 1e9
+	b.ReportMetric(gb/tm.Seconds(), "mapped-GB/s")
+	b.ReportMetric(gb/tr.Seconds(), "resident-GB/s")
+	b.ReportMetric(tm.Seconds()/tr.Seconds(), "ratio")
 }

@@ -79,8 +79,9 @@
 //     product into anonymous memory of the backend's own (huge pages where
 //     the kernel gives them), and the products read the copy; the
 //     mapping's pages it came from are released from the process. The
-//     page cache's pages streamed 7-12% slower than the same bytes copied
-//     (figures in resident.go).
+//     page cache's pages of a checkpoint streamed 1-19% slower than the
+//     same bytes copied, depending on the host's load (resident.go names
+//     the benchmark and gives the figures).
 //   - rope.go: RoPE's cosine and sine tables, computed once per table and
 //     positions and shared by every layer and head.
 //

@@ -15,16 +15,23 @@ import (
 // weights come from a checkpoint's file mapping and for how long. A matrix
 // from a mapped file is copied, on its first product, into memory the
 // process maps itself (anonymous, in transparent huge pages where the
-// kernel has them), and every later product reads the copy. On the Xeon of
-// doc.go the decode matvecs read the page cache's pages of the file about
-// 7-12% slower than the same bytes in anonymous memory: Gemma 3n E2B's
-// attention and MLP matrices back to back, four alternating rounds, 16.9-19.0
-// GB/s from the mapping against 18.4-21.6 from huge-page copies (17.9-20.7
-// from plain anonymous pages); whole decode steps, alternating every 30
-// steps in one process, roofline 0.73-0.79 -> 0.81-0.87. The copy of a
-// matrix costs about what one product of it does (E2B: ~1.2 GB over the
-// first prompt), and the file's pages it was taken from are released from
-// this process (the page cache keeps them for the next start).
+// kernel has them), and every later product reads the copy; the file's
+// pages it was taken from are released from this process (the page cache
+// keeps them for the next start). The copy of a matrix costs about what
+// one product of it does (E2B: ~1.2 GB over the first prompt, 0.24-0.33 s
+// longer for the first 64-token chunk).
+//
+// On the Xeon of doc.go the page cache's pages of a checkpoint stream
+// slower than the same bytes in anonymous memory, by an amount that moves
+// with the host: MLXCHAT_E2B_DIR=/tmp/e2b go test ./models/gemma3n -run
+// XXX -bench E2BResident (E2B's attention and dense MLP matrices back to
+// back, mapped and resident passes alternating) gave resident/mapped
+// 1.013-1.018 in a quiet hour of December 6, 2026, while an hour earlier
+// the same comparison in a one-off test read 16.9-19.0 GB/s mapped against
+// 18.4-21.6 from huge-page copies (1.07-1.19), and whole decode steps
+// alternating every 30 steps between the two went from roofline 0.73-0.79
+// to 0.81-0.87. A freshly written file's pages read as fast as anonymous
+// ones.
 
 // residency holds the regions given to MapWeights and the copies made of
 // the matrices inside them.

@@ -210,3 +210,4 @@ func TestResidentConcurrent(t *testing.T) {
 		t.Fatalf("%d copies for %d matrices", n, len(mapped))
 	}
 }
+
