@@ -3,7 +3,9 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +40,7 @@ import (
 type residency struct {
 	mu      sync.Mutex
 	regions []*residentRegion
+	mapped  atomic.Int64 // bytes of anonymous memory mapped for copies
 }
 
 // residentRegion is one mapped file: its copies by the address of their
@@ -95,17 +98,30 @@ func (b *Backend) MapWeights(region []byte) error {
 }
 
 // UnmapWeights forgets region and the copies made from it. Their memory
-// is unmapped once no product still reads it.
+// is unmapped once no product still reads it: by the cleanups of a
+// garbage collection, which UnmapWeights starts when there were copies, so
+// that a model closed to load another does not leave gigabytes mapped
+// until the next collection comes by itself.
 func (b *Backend) UnmapWeights(region []byte) error {
 	b.res.mu.Lock()
-	defer b.res.mu.Unlock()
+	found, copied := false, false
 	for i, r := range b.res.regions {
 		if unsafe.SliceData(r.data) == unsafe.SliceData(region) && len(r.data) == len(region) {
-			b.res.regions = append(b.res.regions[:i], b.res.regions[i+1:]...)
-			return nil
+			found, copied = true, len(r.copies) > 0
+			// slices.Delete clears the vacated slot, which would otherwise
+			// keep the region and its copies reachable.
+			b.res.regions = slices.Delete(b.res.regions, i, i+1)
+			break
 		}
 	}
-	return fmt.Errorf("cpu: weight region at %p (%d bytes) was not mapped", unsafe.SliceData(region), len(region))
+	b.res.mu.Unlock()
+	if !found {
+		return fmt.Errorf("cpu: weight region at %p (%d bytes) was not mapped", unsafe.SliceData(region), len(region))
+	}
+	if copied {
+		runtime.GC()
+	}
+	return nil
 }
 
 // resident returns the matrix a product of w should read: w's copy when w's
@@ -172,7 +188,7 @@ func (b *Backend) copyResident(reg *residentRegion, e *residentEntry) {
 		}
 	}
 	b.res.mu.Lock()
-	mem, chunk, err := reg.arena.alloc(size)
+	mem, chunk, err := reg.arena.alloc(size, &b.res.mapped)
 	b.res.mu.Unlock()
 	if err != nil {
 		return
@@ -222,17 +238,18 @@ func releasePages(data []byte) {
 }
 
 // alloc returns size bytes (a multiple of 64) of zeroed anonymous memory
-// and the chunk that holds them.
-func (a *residentArena) alloc(size int) ([]byte, *residentChunk, error) {
+// and the chunk that holds them; mapped counts the bytes of the chunks
+// while they are mapped.
+func (a *residentArena) alloc(size int, mapped *atomic.Int64) ([]byte, *residentChunk, error) {
 	if size > residentChunkBytes/4 {
-		c, err := newResidentChunk(size)
+		c, err := newResidentChunk(size, mapped)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c.mem[:size:size], c, nil
 	}
 	if a.chunk == nil || a.used+size > len(a.chunk.mem) {
-		c, err := newResidentChunk(residentChunkBytes)
+		c, err := newResidentChunk(residentChunkBytes, mapped)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -245,8 +262,9 @@ func (a *residentArena) alloc(size int) ([]byte, *residentChunk, error) {
 
 // newResidentChunk maps size bytes (rounded up to whole huge pages) of
 // anonymous memory, asks for transparent huge pages where the system has
-// them, and unmaps it when the chunk is collected.
-func newResidentChunk(size int) (*residentChunk, error) {
+// them, and unmaps it when the chunk is collected; mapped counts its bytes
+// meanwhile.
+func newResidentChunk(size int, mapped *atomic.Int64) (*residentChunk, error) {
 	const huge = 2 << 20
 	size = (size + huge - 1) &^ (huge - 1)
 	// One huge page more, so that the chunk can start on a huge page.
@@ -258,6 +276,11 @@ func newResidentChunk(size int) (*residentChunk, error) {
 	mem := raw[off : off+size : off+size]
 	adviseHugePages(mem)
 	c := &residentChunk{mem: mem}
-	runtime.AddCleanup(c, func(raw []byte) { _ = unix.Munmap(raw) }, raw)
+	mapped.Add(int64(len(raw)))
+	runtime.AddCleanup(c, func(raw []byte) {
+		if unix.Munmap(raw) == nil {
+			mapped.Add(-int64(len(raw)))
+		}
+	}, raw)
 	return c, nil
 }

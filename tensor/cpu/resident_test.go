@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -127,6 +128,9 @@ func TestResidentCopies(t *testing.T) {
 	if copies != len(mapped) {
 		t.Fatalf("%d copies for %d matrices", copies, len(mapped))
 	}
+	if b.res.mapped.Load() == 0 {
+		t.Fatal("copies made, but no memory counted as mapped for them")
+	}
 
 	// The first 100 rows of the 4-bit matrix, over the same bytes.
 	view := *mapped[0]
@@ -147,6 +151,14 @@ func TestResidentCopies(t *testing.T) {
 	}
 	if err := b.UnmapWeights(region); err == nil {
 		t.Fatal("unmapping a region twice: no error")
+	}
+	// UnmapWeights collected the copies: their memory is unmapped by the
+	// chunks' cleanups, which run on their own goroutine.
+	for i := 0; b.res.mapped.Load() != 0; i++ {
+		if i == 500 {
+			t.Fatalf("%d bytes of copies still mapped 5 s after UnmapWeights", b.res.mapped.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	for k, w := range mapped {
 		if r, keep := b.resident(w); r != w || keep != nil {
