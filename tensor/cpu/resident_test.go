@@ -222,4 +222,3 @@ func TestResidentConcurrent(t *testing.T) {
 		t.Fatalf("%d copies for %d matrices", n, len(mapped))
 	}
 }
-
