@@ -78,10 +78,13 @@
 //     weights lie in a checkpoint's file mapping is copied on its first
 //     product into anonymous memory of the backend's own (huge pages where
 //     the kernel gives them), and the products read the copy; the
-//     mapping's pages it came from are released from the process. The
-//     page cache's pages of a checkpoint streamed 1-19% slower than the
-//     same bytes copied, depending on the host's load (resident.go names
-//     the benchmark and gives the figures).
+//     mapping's pages it came from are released from the process. On the
+//     Xeon below (December 6, 2026), MLXCHAT_E2B_DIR=/tmp/e2b go test
+//     ./models/gemma3n -run XXX -bench E2BResident -benchtime 10x -count 3
+//     read the copies 1.010-1.045 times as fast as the mapping, and
+//     -bench 'E2BDecode/ctx=512$' -benchtime 60x, test binaries before
+//     (31b2717) and after alternating, gave roofline 0.810-0.847 ->
+//     0.831-0.853; the gap was wider in a busier hour (resident.go).
 //   - rope.go: RoPE's cosine and sine tables, computed once per table and
 //     positions and shared by every layer and head.
 //
