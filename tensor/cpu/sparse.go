@@ -260,23 +260,15 @@ func (b *Backend) SparseMatMul(dst, x *tensor.Tensor, w *tensor.Matrix) error {
 	if n == 0 {
 		return nil
 	}
-	xd, yd := x.F32(), dst.F32()
-	// The whole products read the resident copy (resident.go); the column
-	// path reads its own column form, built from the mapping.
-	whole := func() error {
-		w, keep := b.resident(w)
-		defer runtime.KeepAlive(keep)
-		if !w.Quantized() {
-			return b.matmulDense(yd, xd, n, w)
-		}
-		return b.matmulQuant(yd, xd, n, w)
-	}
+	// The whole product is MatMul (which reads the resident copy,
+	// resident.go); the column path reads its own column form.
 	if !w.Quantized() || !b.columnKernel(w) {
-		return whole()
+		return b.MatMul(dst, x, w)
 	}
+	xd, yd := x.F32(), dst.F32()
 	counts := b.nonZeroCounts(xd, n, w.In)
 	if counts[n] > int(sparseDensity*float64(len(xd))) {
-		return whole()
+		return b.MatMul(dst, x, w)
 	}
 	b.sparseRows(yd, xd, n, b.cols.get(b, w), counts)
 	return nil
